@@ -1,0 +1,80 @@
+/**
+ * The one error type of the server. Endpoints throw it; only the router renders it (JSON for the token,
+ * revocation and introspection endpoints, a redirect or an HTML page at the authorization endpoint, a
+ * `WWW-Authenticate` challenge at a resource API).
+ *
+ * @module
+ */
+
+/**
+ * Every error code the server can send, with the HTTP status it is sent with by default.
+ * RFC 6749 §4.1.2.1 and §5.2, RFC 6750 §3.1, RFC 7009 §2.2.1.
+ */
+export const ERROR_STATUS = {
+  invalid_request: 400,
+  invalid_client: 401,
+  invalid_grant: 400,
+  unauthorized_client: 400,
+  unsupported_grant_type: 400,
+  invalid_scope: 400,
+  unsupported_response_type: 400,
+  unsupported_token_type: 400,
+  access_denied: 403,
+  invalid_token: 401,
+  insufficient_scope: 403,
+  /** Too many failed attempts; sent with 429 and `Retry-After`. */
+  slow_down: 429,
+  server_error: 500,
+  temporarily_unavailable: 503,
+} as const;
+
+/** An OAuth error code (the `error` member of an error response). */
+export type OAuthErrorCode = keyof typeof ERROR_STATUS;
+
+/** Options of {@link OAuthError}. */
+export interface OAuthErrorOptions {
+  /** Human-readable `error_description`: short, generic, never a secret. */
+  description?: string;
+  /** HTTP status; the code's default when left out. */
+  status?: number;
+  /** Extra response headers, such as `WWW-Authenticate`, `Allow` or `Retry-After`. */
+  headers?: Record<string, string>;
+  /** The underlying failure, passed to `onError` but never sent. */
+  cause?: unknown;
+}
+
+/**
+ * An OAuth protocol error.
+ *
+ * @example
+ * ```ts
+ * throw new OAuthError("invalid_grant", { description: "The authorization code has expired" });
+ * ```
+ */
+export class OAuthError extends Error {
+  /** The wire error code. */
+  readonly code: OAuthErrorCode;
+  /** The HTTP status of the response. */
+  readonly status: number;
+  /** Extra headers of the response. */
+  readonly headers: Record<string, string>;
+  /** The `error_description`, if any. */
+  readonly description: string | undefined;
+
+  constructor(code: OAuthErrorCode, options: OAuthErrorOptions = {}) {
+    super(options.description ? `${code}: ${options.description}` : code, { cause: options.cause });
+    this.name = "OAuthError";
+    this.code = code;
+    this.status = options.status ?? ERROR_STATUS[code];
+    this.headers = options.headers ?? {};
+    this.description = options.description;
+  }
+}
+
+/** Thrown by {@link createAuthorizationServer} and the registration API for a bad configuration. */
+export class ConfigurationError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = "ConfigurationError";
+  }
+}

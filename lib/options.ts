@@ -1,0 +1,210 @@
+/**
+ * Options of {@link createAuthorizationServer}, their defaults, and the checks made on them at start.
+ *
+ * @module
+ */
+import { ConfigurationError } from "./errors.ts";
+import { DEFAULT_FORM_LIMITS } from "./http.ts";
+import type { Storage } from "./storage/types.ts";
+import { memoryStorage } from "./storage/memory.ts";
+
+/** The logged-in end user, as the authentication hook reports them. */
+export interface EndUser {
+  /** Stable identifier: becomes the `sub` of introspection and of the resource guard. */
+  id: string;
+  /** Display name for the consent page. */
+  name?: string;
+}
+
+/** What the authentication hook is told besides the request. */
+export interface InteractionContext {
+  /** Form fields of a POST to the authorization endpoint (a login form posts back there), else null. */
+  form: URLSearchParams | null;
+  /** The client the user is asked to authorize. */
+  client: { client_id: string; name: string };
+  /** The requested scope. */
+  scope: string;
+}
+
+/**
+ * Authenticates the end user at the authorization endpoint. Returns the user, or a `Response` to send
+ * instead, such as a login page or the redirect that follows a successful login.
+ */
+export type AuthenticateUser = (
+  request: Request,
+  context: InteractionContext,
+) => EndUser | Response | Promise<EndUser | Response>;
+
+/** Where an error happened, for {@link AuthorizationServerOptions.onError}. */
+export interface ErrorContext {
+  /** The endpoint: `authorize`, `token`, `revoke`, `introspect`, `metadata` or `resource`. */
+  endpoint: string;
+  method: string;
+  /** The request path, without the query (which may hold a code or state). */
+  path: string;
+}
+
+/** Options of {@link createAuthorizationServer}. */
+export interface AuthorizationServerOptions {
+  /**
+   * The issuer identifier and base URL (RFC 8414 §2): absolute, https (http only for loopback hosts), no query
+   * or fragment. The spec's addresses hang below it: `{issuer}/index.php?module=OAuth2&action=token`.
+   */
+  issuer: string;
+  /** Where clients, codes and tokens live. Default: a new {@link memoryStorage}. */
+  storage?: Storage;
+  /** The end-user authentication hook; without it the authorization endpoint answers 404. */
+  authenticateUser?: AuthenticateUser;
+  /** Every scope the server knows, with the description shown on the consent page. */
+  scopes: Record<string, string>;
+  /** Lifetimes in seconds. */
+  lifetimes?: {
+    /** Default 3600 (one hour); reported as `expires_in`. */
+    accessToken?: number;
+    /** Default 600 (ten minutes; RFC 6749 §4.1.2 recommends at most ten). */
+    authorizationCode?: number;
+    /** Default 2 592 000 (30 days), counted from the authorization: rotation does not extend it. */
+    refreshToken?: number;
+  };
+  /** Milliseconds since the epoch. Default `Date.now`; tests inject their own. */
+  clock?: () => number;
+  /**
+   * Clean paths, relative to the issuer's path, besides the spec's `index.php` addresses.
+   * Defaults: `/authorize`, `/token`, `/revoke`, `/introspect`. Set one to `null` to leave it out.
+   */
+  paths?: Partial<Record<"authorize" | "token" | "revoke" | "introspect", string | null>>;
+  /** Key for the consent page's CSRF tokens, at least 32 bytes. Default: random, per process. */
+  secret?: string | Uint8Array;
+  /** Request limits. */
+  limits?: {
+    /** Largest request body, in bytes (413 past it). Default 16 384. */
+    maxBodyBytes?: number;
+    /** Most parameters in one form or query. Default 64. */
+    maxParameters?: number;
+    /** Longest parameter name or value. Default 4096. */
+    maxParameterLength?: number;
+  };
+  /** Called with each unexpected failure and each error response's cause. Never sent to the client. */
+  onError?: (error: unknown, context: ErrorContext) => void;
+}
+
+/** Options after defaults and checks; what the endpoints read. */
+export interface ResolvedOptions {
+  issuer: string;
+  /** The issuer's path without a trailing slash; "" at the root. */
+  basePath: string;
+  storage: Storage;
+  authenticateUser: AuthenticateUser | undefined;
+  scopes: Map<string, string>;
+  /** Lifetimes in milliseconds. */
+  accessTokenTtl: number;
+  codeTtl: number;
+  refreshTokenTtl: number;
+  clock: () => number;
+  paths: { authorize: string | null; token: string | null; revoke: string | null; introspect: string | null };
+  secret: Uint8Array;
+  maxBodyBytes: number;
+  formLimits: { maxParameters: number; maxParameterLength: number };
+  onError: (error: unknown, context: ErrorContext) => void;
+}
+
+/** A scope token (RFC 6749 §3.3): printable ASCII except space, `"` and `\`. */
+export const SCOPE_TOKEN: RegExp = /^[\x21\x23-\x5b\x5d-\x7e]+$/;
+
+const fail = (message: string): never => {
+  throw new ConfigurationError(`Cannot create server: ${message}`);
+};
+
+function seconds(name: string, value: number | undefined, fallback: number): number {
+  if (value === undefined) return fallback * 1000;
+  if (!Number.isInteger(value) || value <= 0) fail(`"lifetimes.${name}" must be a positive whole number of seconds`);
+  return value * 1000;
+}
+
+function positive(name: string, value: number | undefined, fallback: number): number {
+  if (value === undefined) return fallback;
+  if (!Number.isInteger(value) || value <= 0) fail(`"limits.${name}" must be a positive whole number`);
+  return value;
+}
+
+function checkPath(name: string, value: string | null | undefined, fallback: string): string | null {
+  if (value === null) return null;
+  const path = value ?? fallback;
+  if (!path.startsWith("/") || path.includes("?") || path.includes("#")) {
+    fail(`"paths.${name}" must start with "/" and hold no query or fragment: "${path}"`);
+  }
+  return path;
+}
+
+/** Checks options and fills in defaults; throws {@link ConfigurationError} naming the bad option. */
+export function resolveOptions(options: AuthorizationServerOptions): ResolvedOptions {
+  if (typeof options !== "object" || options === null) fail("options must be an object");
+  let url: URL;
+  try {
+    url = new URL(options.issuer);
+  } catch {
+    return fail(`"issuer" must be an absolute URL: "${String(options.issuer)}"`);
+  }
+  if (url.search || url.hash || options.issuer.includes("?") || options.issuer.includes("#")) {
+    fail(`"issuer" must have no query or fragment: "${options.issuer}"`);
+  }
+  const loopback = ["127.0.0.1", "localhost", "[::1]"].includes(url.hostname);
+  if (url.protocol !== "https:" && !(url.protocol === "http:" && loopback)) {
+    fail(`"issuer" must use https (http only on a loopback host): "${options.issuer}"`);
+  }
+  const basePath = url.pathname.replace(/\/+$/, "");
+  const issuer = url.origin + basePath;
+
+  const scopes = new Map<string, string>();
+  if (typeof options.scopes !== "object" || options.scopes === null) fail(`"scopes" must map names to descriptions`);
+  for (const [name, description] of Object.entries(options.scopes)) {
+    if (!SCOPE_TOKEN.test(name)) fail(`scope names must be RFC 6749 scope tokens: "${name}"`);
+    if (typeof description !== "string") fail(`the description of scope "${name}" must be a string`);
+    scopes.set(name, description);
+  }
+  if (scopes.size === 0) fail(`"scopes" must name at least one scope`);
+
+  let secret: Uint8Array;
+  if (options.secret === undefined) secret = crypto.getRandomValues(new Uint8Array(32));
+  else {
+    secret = typeof options.secret === "string" ? new TextEncoder().encode(options.secret) : options.secret;
+    if (secret.byteLength < 32) fail(`"secret" must be at least 32 bytes long`);
+  }
+  if (options.authenticateUser !== undefined && typeof options.authenticateUser !== "function") {
+    fail(`"authenticateUser" must be a function`);
+  }
+  const clock = options.clock ?? Date.now;
+  if (typeof clock !== "function") fail(`"clock" must be a function returning milliseconds`);
+  const lifetimes = options.lifetimes ?? {};
+  const limits = options.limits ?? {};
+  const paths = options.paths ?? {};
+
+  return {
+    issuer,
+    basePath,
+    storage: options.storage ?? memoryStorage({ clock }),
+    authenticateUser: options.authenticateUser,
+    scopes,
+    accessTokenTtl: seconds("accessToken", lifetimes.accessToken, 3600),
+    codeTtl: seconds("authorizationCode", lifetimes.authorizationCode, 600),
+    refreshTokenTtl: seconds("refreshToken", lifetimes.refreshToken, 30 * 24 * 3600),
+    clock,
+    paths: {
+      authorize: checkPath("authorize", paths.authorize, "/authorize"),
+      token: checkPath("token", paths.token, "/token"),
+      revoke: checkPath("revoke", paths.revoke, "/revoke"),
+      introspect: checkPath("introspect", paths.introspect, "/introspect"),
+    },
+    secret,
+    maxBodyBytes: positive("maxBodyBytes", limits.maxBodyBytes, 16_384),
+    formLimits: {
+      maxParameters: positive("maxParameters", limits.maxParameters, DEFAULT_FORM_LIMITS.maxParameters),
+      maxParameterLength: positive(
+        "maxParameterLength",
+        limits.maxParameterLength,
+        DEFAULT_FORM_LIMITS.maxParameterLength,
+      ),
+    },
+    onError: options.onError ?? (() => {}),
+  };
+}
