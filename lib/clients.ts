@@ -47,7 +47,8 @@ export interface ClientRegistry {
 }
 
 const GRANT_TYPES: readonly GrantType[] = ["authorization_code", "refresh_token", "client_credentials"];
-const CLIENT_ID = /^[\x21-\x7e]{1,255}$/;
+// RFC 6749 Appendix A.1: client_id = *VSCHAR (0x20-0x7E).
+const CLIENT_ID = /^[\x20-\x7e]{1,255}$/;
 
 const fail = (message: string): never => {
   throw new ConfigurationError(`Cannot register client: ${message}`);
@@ -78,7 +79,7 @@ export async function buildClient(
   const r = registration;
   if (typeof r !== "object" || r === null) fail("the registration must be an object");
   const clientId = r.client_id ?? randomToken().slice(0, 22);
-  if (!CLIENT_ID.test(clientId)) fail(`"client_id" must be 1-255 printable ASCII characters: "${clientId}"`);
+  if (!CLIENT_ID.test(clientId)) fail(`"client_id" must be 1-255 visible ASCII characters or spaces: "${clientId}"`);
   if (typeof r.name !== "string" || r.name.trim() === "") fail(`"name" is required for client "${clientId}"`);
   if (r.type !== "public" && r.type !== "confidential") {
     fail(`"type" must be "public" or "confidential" for client "${clientId}"`);

@@ -41,6 +41,11 @@ export interface OAuthErrorOptions {
   headers?: Record<string, string>;
   /** The underlying failure, passed to `onError` but never sent. */
   cause?: unknown;
+  /**
+   * At the authorization endpoint: the verified redirect URI (and state) to send this error to
+   * (RFC 6749 §4.1.2.1). Without it the error is shown as a page and the browser stays here.
+   */
+  redirect?: { uri: string; state?: string | undefined };
 }
 
 /**
@@ -60,6 +65,8 @@ export class OAuthError extends Error {
   readonly headers: Record<string, string>;
   /** The `error_description`, if any. */
   readonly description: string | undefined;
+  /** Where the authorization endpoint sends this error, if anywhere. */
+  readonly redirect: { uri: string; state?: string | undefined } | undefined;
 
   constructor(code: OAuthErrorCode, options: OAuthErrorOptions = {}) {
     super(options.description ? `${code}: ${options.description}` : code, { cause: options.cause });
@@ -68,6 +75,7 @@ export class OAuthError extends Error {
     this.status = options.status ?? ERROR_STATUS[code];
     this.headers = options.headers ?? {};
     this.description = options.description;
+    this.redirect = options.redirect;
   }
 }
 

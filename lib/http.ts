@@ -58,8 +58,26 @@ export function redirectResponse(location: string, status = 302): HttpResponse {
  * Empty values count as absent, as RFC 6749 §3.1 says.
  */
 export function parseForm(text: string, limits: FormLimits = DEFAULT_FORM_LIMITS): Map<string, string> {
-  const form = new Map<string, string>();
-  if (text === "") return form;
+  const { params, repeated } = readParams(text, limits);
+  if (repeated !== undefined) {
+    throw new OAuthError("invalid_request", { description: `Parameter "${printable(repeated)}" is repeated` });
+  }
+  return params;
+}
+
+/**
+ * Parses a form or query string, reporting the first repeated parameter instead of throwing, for the
+ * authorization endpoint, which must know whether client_id and redirect_uri can be trusted before it decides
+ * how to answer.
+ */
+export function readParams(
+  text: string,
+  limits: FormLimits = DEFAULT_FORM_LIMITS,
+): { params: Map<string, string>; repeated: string | undefined } {
+  const params = new Map<string, string>();
+  const seen = new Set<string>();
+  let repeated: string | undefined;
+  if (text === "") return { params, repeated };
   let count = 0;
   for (const [name, value] of new URLSearchParams(text)) {
     if (++count > limits.maxParameters) {
@@ -68,12 +86,14 @@ export function parseForm(text: string, limits: FormLimits = DEFAULT_FORM_LIMITS
     if (value.length > limits.maxParameterLength || name.length > limits.maxParameterLength) {
       throw new OAuthError("invalid_request", { description: "A parameter is too long" });
     }
-    if (form.has(name)) {
-      throw new OAuthError("invalid_request", { description: `Parameter "${printable(name)}" is repeated` });
+    if (seen.has(name)) {
+      repeated ??= name;
+      continue;
     }
-    if (value !== "") form.set(name, value);
+    seen.add(name);
+    if (value !== "") params.set(name, value);
   }
-  return form;
+  return { params, repeated };
 }
 
 /** Limits on parsed forms and query strings. */

@@ -208,3 +208,9 @@ export function resolveOptions(options: AuthorizationServerOptions): ResolvedOpt
     onError: options.onError ?? (() => {}),
   };
 }
+
+/** What every endpoint receives: the resolved options and the keys derived from them. */
+export interface ServerContext extends ResolvedOptions {
+  /** The HMAC key for CSRF tokens, imported on first use. */
+  csrfKey(): Promise<CryptoKey>;
+}

@@ -41,7 +41,10 @@ interface GrantEntry {
 /** Records grouped by the time slot in which they expire; a sweep visits only slots in the past. */
 class ExpiryBuckets<T extends Expiring> {
   private readonly buckets = new Map<number, T[]>();
-  constructor(private readonly width: number) {}
+  private readonly width: number;
+  constructor(width: number) {
+    this.width = width;
+  }
 
   add(record: T): void {
     const key = Math.floor(record.expires_at / this.width);

@@ -1,0 +1,160 @@
+/**
+ * The response half of the Node adapter: writes an {@link HttpResponse} or a WHATWG `Response` to a Node
+ * `ServerResponse`, streaming with backpressure and stopping cleanly when the client goes away.
+ *
+ * @module
+ */
+import { Buffer } from "node:buffer";
+import type { HttpResponse } from "../http.ts";
+
+/** The part of Node's `http.ServerResponse` the adapter uses (structural, so no `@types/node` is needed). */
+export interface NodeServerResponse {
+  readonly headersSent: boolean;
+  readonly destroyed: boolean;
+  writeHead(status: number, headers?: string[]): unknown;
+  writeHead(status: number, statusMessage: string, headers?: string[]): unknown;
+  setHeader(name: string, value: string): unknown;
+  appendHeader(name: string, value: string): unknown;
+  write(chunk: Uint8Array): boolean;
+  end(chunk?: string): unknown;
+  destroy(error?: Error): unknown;
+  on(event: string, listener: () => void): unknown;
+  removeListener(event: string, listener: () => void): unknown;
+}
+
+/** How to write: `head` drops the body, `close` ends the connection, `merge` keeps headers set earlier. */
+export interface WriteMode {
+  head: boolean;
+  close: boolean;
+  /**
+   * Middleware mode: an earlier middleware may have called `setHeader`, and Node's `writeHead` then merges
+   * a flat header list with `setHeader`, which keeps only the last of repeated names (a lost `Set-Cookie`).
+   */
+  merge: boolean;
+}
+
+/** The body of the generic 500: nothing about the failure reaches the client. */
+const SERVER_ERROR = '{"error":"server_error"}';
+
+/** Writes the core's own response shape: one `writeHead`, one `end`. */
+export function writeHttpResponse(res: NodeServerResponse, response: HttpResponse, mode: WriteMode): void {
+  const { status, body } = response;
+  const flat: string[] = [];
+  let sized = false;
+  for (const [name, value] of response.headers) {
+    if (name.length === 14 && name.toLowerCase() === "content-length") sized = true;
+    flat.push(name, value);
+  }
+  // Sized, not chunked: writeHead fixes the framing before end() could measure the body.
+  if (!sized && status >= 200 && status !== 204 && status !== 304) {
+    flat.push("content-length", body === null ? "0" : String(Buffer.byteLength(body)));
+  }
+  writeHead(res, status, "", flat, mode);
+  if (body === null || mode.head) res.end();
+  else res.end(body);
+}
+
+/** Writes a WHATWG `Response`, streaming its body; resolves when done or when the client went away. */
+export function writeFetchResponse(
+  res: NodeServerResponse,
+  response: Response,
+  mode: WriteMode,
+  onStreamError: (error: unknown) => void,
+): Promise<void> | undefined {
+  const flat: string[] = [];
+  // Headers iteration yields each Set-Cookie on its own (Fetch standard, "sort and combine").
+  for (const [name, value] of response.headers) flat.push(name, value);
+  writeHead(res, response.status, response.statusText, flat, mode);
+  const body = response.body;
+  if (body === null || mode.head || res.destroyed) {
+    if (body !== null) body.cancel().catch(ignore);
+    res.end();
+    return undefined;
+  }
+  return pipe(res, body, onStreamError);
+}
+
+/** The generic 500 for an app that threw; a response already under way is cut instead. */
+export function writeServerError(res: NodeServerResponse, mode: WriteMode): void {
+  if (res.headersSent) {
+    res.destroy();
+    return;
+  }
+  const flat = [
+    "content-type",
+    "application/json;charset=UTF-8",
+    "cache-control",
+    "no-store",
+    "content-length",
+    String(SERVER_ERROR.length),
+  ];
+  writeHead(res, 500, "", flat, mode);
+  res.end(mode.head ? undefined : SERVER_ERROR);
+}
+
+function writeHead(res: NodeServerResponse, status: number, text: string, flat: string[], mode: WriteMode): void {
+  if (mode.close) flat.push("connection", "close");
+  if (mode.merge) {
+    // First occurrence replaces what a middleware set; later ones add to it.
+    for (let i = 0; i < flat.length; i += 2) {
+      const name = flat[i]!.toLowerCase();
+      let repeat = false;
+      for (let j = 0; j < i && !repeat; j += 2) repeat = flat[j]!.toLowerCase() === name;
+      if (repeat) res.appendHeader(name, flat[i + 1]!);
+      else res.setHeader(name, flat[i + 1]!);
+    }
+    if (text === "") res.writeHead(status);
+    else res.writeHead(status, text);
+  } else if (text === "") {
+    res.writeHead(status, flat); // Node fills in the standard reason phrase
+  } else {
+    res.writeHead(status, text, flat);
+  }
+}
+
+/**
+ * Copies a body stream to `res`, waiting for "drain" when the socket is full. If the client goes away, the
+ * stream is cancelled (so its source stops producing) and the copy ends quietly.
+ */
+async function pipe(
+  res: NodeServerResponse,
+  body: ReadableStream<Uint8Array>,
+  onStreamError: (error: unknown) => void,
+): Promise<void> {
+  const reader = body.getReader();
+  let gone = false;
+  let wake: (() => void) | undefined;
+  const onClose = (): void => {
+    gone = true;
+    reader.cancel().catch(ignore); // a pending read() then resolves as done
+    wake?.();
+  };
+  const onDrain = (): void => wake?.();
+  res.on("close", onClose);
+  res.on("drain", onDrain);
+  try {
+    for (;;) {
+      const { done, value } = await reader.read();
+      if (done || gone) break;
+      if (!res.write(value)) {
+        if (res.destroyed) break;
+        await new Promise<void>((resolve) => (wake = resolve));
+        wake = undefined;
+        if (gone) break;
+      }
+    }
+    if (!gone && !res.destroyed) res.end();
+  } catch (error) {
+    // The stream failed after the status line went out: all that is left is to cut the connection.
+    if (!gone) {
+      onStreamError(error);
+      res.destroy();
+    }
+  } finally {
+    res.removeListener("close", onClose);
+    res.removeListener("drain", onDrain);
+    if (gone || res.destroyed) reader.cancel().catch(ignore);
+  }
+}
+
+function ignore(): void {}

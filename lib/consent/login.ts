@@ -1,0 +1,218 @@
+/**
+ * The built-in end-user authentication hook: a username and password form, and a signed session cookie.
+ *
+ * @module
+ */
+import { base64url, hmac, hmacKey, randomToken, timingSafeEqual } from "../crypto.ts";
+import { ConfigurationError } from "../errors.ts";
+import { redirectResponse, toResponse } from "../http.ts";
+import type { AuthenticateUser, EndUser, InteractionContext } from "../options.ts";
+import { loginPage } from "./pages.ts";
+
+/** Options of {@link passwordLogin}. */
+export interface PasswordLoginOptions {
+  /** Checks a username and password; returns the user, or null when they do not match. */
+  verify(username: string, password: string): EndUser | null | Promise<EndUser | null>;
+  /** Key that signs session cookies and login CSRF tokens: at least 32 bytes. */
+  secret: string | Uint8Array;
+  /**
+   * Session cookie name; the login nonce cookie is this plus `_login`. Default `oauth2_session`. Over https,
+   * prefer `__Host-oauth2_session`: the prefix stops a sibling subdomain from planting either cookie.
+   */
+  cookieName?: string;
+  /** Session lifetime in seconds. Default 3600. */
+  sessionTtl?: number;
+  /** Milliseconds since the epoch. Default `Date.now`. */
+  clock?: () => number;
+  /** Whether cookies carry `Secure`. Default: when the request URL is https (set it behind a TLS proxy). */
+  secure?: boolean;
+}
+
+// RFC 6265 §4.1.1: a cookie name is an RFC 2616 token.
+const TOKEN = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;
+const NONCE = /^[A-Za-z0-9_-]{43}$/;
+// Domain separation: a session signature can never pass as a CSRF token, nor the other way round.
+const SESSION_LABEL = "oauth2-fetch-server/session:";
+const CSRF_LABEL = "oauth2-fetch-server/login-csrf:";
+// Copies of one cookie worth checking: a few paths' worth, not a hostile header's thousands of HMACs.
+const MAX_REPEATS = 4;
+const WRONG = "Wrong username or password.";
+const EXPIRED = "Your sign-in form has expired. Please try again.";
+
+const fail = (message: string): never => {
+  throw new ConfigurationError(`Cannot create password login: ${message}`);
+};
+
+/**
+ * A username-and-password {@link AuthenticateUser} hook for the authorization endpoint. Without a valid session
+ * cookie it answers with a sign-in page; the form posts back to the same authorization URL, and a correct
+ * password earns a signed `HttpOnly; SameSite=Lax` session cookie and a 303 back to that URL, which then shows
+ * the consent page. A nonce cookie bound to the form's CSRF token refuses cross-site login posts (login CSRF,
+ * RFC 6749 §10.12).
+ *
+ * @example
+ * ```ts
+ * const server = createAuthorizationServer({
+ *   issuer: "https://auth.example",
+ *   scopes: { profile: "Read your profile" },
+ *   authenticateUser: passwordLogin({
+ *     secret: loginSecret, // 32 bytes or more, kept outside the code
+ *     verify: (username, password) => users.check(username, password), // EndUser | null
+ *   }),
+ * });
+ * ```
+ */
+export function passwordLogin(options: PasswordLoginOptions): AuthenticateUser {
+  if (typeof options !== "object" || options === null) fail("options must be an object");
+  if (typeof options.verify !== "function") fail(`"verify" must be a function`);
+  let secret: Uint8Array;
+  if (typeof options.secret === "string") secret = new TextEncoder().encode(options.secret);
+  else if (options.secret instanceof Uint8Array) secret = options.secret.slice();
+  else return fail(`"secret" must be a string or a Uint8Array`);
+  if (secret.byteLength < 32) fail(`"secret" must be at least 32 bytes long`);
+  const cookieName = options.cookieName ?? "oauth2_session";
+  if (typeof cookieName !== "string" || !TOKEN.test(cookieName)) {
+    fail(`"cookieName" must be a cookie name token: "${String(cookieName)}"`);
+  }
+  const nonceName = `${cookieName}_login`;
+  const ttl = options.sessionTtl ?? 3600;
+  if (!Number.isInteger(ttl) || ttl <= 0) fail(`"sessionTtl" must be a positive whole number of seconds`);
+  const clock = options.clock ?? Date.now;
+  if (typeof clock !== "function") fail(`"clock" must be a function returning milliseconds`);
+  // Browsers drop __Host-/__Secure- cookies that lack Secure (RFC 6265bis §4.1.3).
+  const prefixed = /^__(Host|Secure)-/i.test(cookieName);
+  if (prefixed && options.secure === false) fail(`"secure" cannot be false for the cookie name "${cookieName}"`);
+
+  let keyPromise: Promise<CryptoKey> | undefined;
+  const key = (): Promise<CryptoKey> => (keyPromise ??= hmacKey(secret));
+  const csrfFor = async (nonce: string): Promise<string> => hmac(await key(), CSRF_LABEL + nonce);
+
+  async function readSession(values: string[]): Promise<EndUser | null> {
+    for (const value of values.slice(0, MAX_REPEATS)) {
+      const user = await checkSession(await key(), value, clock());
+      if (user) return user;
+    }
+    return null;
+  }
+
+  async function issueSession(user: EndUser): Promise<string> {
+    const claims: { sub: string; name?: string; exp: number } = { sub: user.id, exp: 0 };
+    if (typeof user.name === "string") claims.name = user.name;
+    claims.exp = Math.floor(clock() / 1000) + ttl;
+    const payload = base64url(new TextEncoder().encode(JSON.stringify(claims)));
+    return `${payload}.${await hmac(await key(), SESSION_LABEL + payload)}`;
+  }
+
+  /** The sign-in page, with a nonce cookie whose HMAC is the form's CSRF token. */
+  async function showLogin(
+    request: Request,
+    context: InteractionContext,
+    cookies: Map<string, string[]>,
+    secure: boolean,
+    failure?: { error: string; username?: string; status?: number },
+  ): Promise<Response> {
+    // A GET keeps a nonce it already set, so two open sign-in tabs both work; a failure rotates it.
+    const kept = failure ? undefined : cookies.get(nonceName)?.find((v) => NONCE.test(v));
+    const nonce = kept ?? randomToken();
+    const url = new URL(request.url);
+    const page = loginPage({
+      action: url.pathname + url.search,
+      csrf: await csrfFor(nonce),
+      clientName: context.client.name,
+      ...(failure ? { error: failure.error } : {}),
+      ...(failure?.username !== undefined ? { username: failure.username } : {}),
+    });
+    if (failure?.status !== undefined) page.status = failure.status;
+    if (kept === undefined) page.headers.push(["set-cookie", cookie(nonceName, nonce, secure)]);
+    return toResponse(page);
+  }
+
+  return async (request: Request, context: InteractionContext): Promise<EndUser | Response> => {
+    const secure = options.secure ?? (prefixed || new URL(request.url).protocol === "https:");
+    const cookies = parseCookies(request.headers.get("cookie"));
+    const form = request.method === "POST" ? context.form : null;
+    const isLogin = form !== null && (form.has("username") || form.has("password"));
+
+    if (!isLogin) {
+      const user = await readSession(cookies.get(cookieName) ?? []);
+      return user ?? showLogin(request, context, cookies, secure);
+    }
+
+    // Login CSRF: the token must be the HMAC of a nonce cookie, which a cross-site POST does not carry.
+    const token = form.get("csrf") ?? "";
+    let csrfOk = false;
+    for (const nonce of (cookies.get(nonceName) ?? []).slice(0, MAX_REPEATS)) {
+      if (NONCE.test(nonce) && timingSafeEqual(await csrfFor(nonce), token)) csrfOk = true;
+    }
+    if (!csrfOk) return showLogin(request, context, cookies, secure, { error: EXPIRED, status: 403 });
+
+    const username = form.get("username") ?? "";
+    const password = form.get("password") ?? "";
+    const user = username !== "" && password !== "" ? await options.verify(username, password) : null;
+    if (user === null || user === undefined) {
+      return showLogin(request, context, cookies, secure, { error: WRONG, username });
+    }
+    if (typeof user !== "object" || typeof user.id !== "string" || user.id === "") {
+      throw new TypeError(`passwordLogin: "verify" must return an EndUser with a non-empty "id", or null`);
+    }
+    const response = redirectResponse(request.url, 303);
+    response.headers.push(
+      ["set-cookie", cookie(cookieName, await issueSession(user), secure, ttl)],
+      ["set-cookie", cookie(nonceName, "", secure, 0)],
+    );
+    return toResponse(response);
+  };
+}
+
+/** A `Set-Cookie` value: host-only, whole-site, script-proof, and not sent on cross-site POSTs. */
+function cookie(name: string, value: string, secure: boolean, maxAge?: number): string {
+  return (
+    `${name}=${value}; Path=/; HttpOnly; SameSite=Lax` +
+    (maxAge !== undefined ? `; Max-Age=${maxAge}` : "") +
+    (secure ? "; Secure" : "")
+  );
+}
+
+/** Parses a `Cookie` header into every value per name (a name can repeat across paths); never throws. */
+function parseCookies(header: string | null): Map<string, string[]> {
+  const cookies = new Map<string, string[]>();
+  if (header === null) return cookies;
+  for (const part of header.split(";")) {
+    const eq = part.indexOf("=");
+    if (eq === -1) continue;
+    const name = part.slice(0, eq).trim();
+    let value = part.slice(eq + 1).trim();
+    if (value.length >= 2 && value.startsWith('"') && value.endsWith('"')) value = value.slice(1, -1);
+    const list = cookies.get(name);
+    if (list) list.push(value);
+    else cookies.set(name, [value]);
+  }
+  return cookies;
+}
+
+/** The user of a session cookie, or null when it is malformed, forged or expired. */
+async function checkSession(key: CryptoKey, value: string, now: number): Promise<EndUser | null> {
+  const dot = value.indexOf(".");
+  if (dot === -1) return null;
+  const payload = value.slice(0, dot);
+  if (!timingSafeEqual(await hmac(key, SESSION_LABEL + payload), value.slice(dot + 1))) return null;
+  let claims: unknown;
+  try {
+    claims = JSON.parse(new TextDecoder("utf-8", { fatal: true }).decode(fromBase64url(payload)));
+  } catch {
+    return null;
+  }
+  if (typeof claims !== "object" || claims === null) return null;
+  const { sub, name, exp } = claims as Record<string, unknown>;
+  if (typeof sub !== "string" || sub === "" || typeof exp !== "number" || !(now < exp * 1000)) return null;
+  return typeof name === "string" ? { id: sub, name } : { id: sub };
+}
+
+/** Decodes base64url without padding; throws on anything else. */
+function fromBase64url(value: string): Uint8Array {
+  if (!/^[A-Za-z0-9_-]*$/.test(value)) throw new TypeError("Not base64url");
+  const binary = atob(value.replace(/-/g, "+").replace(/_/g, "/"));
+  const bytes = new Uint8Array(binary.length);
+  for (let i = 0; i < binary.length; i++) bytes[i] = binary.charCodeAt(i);
+  return bytes;
+}

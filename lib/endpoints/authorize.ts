@@ -1,0 +1,171 @@
+/**
+ * The authorization endpoint (RFC 6749 §4.1.1-4.1.2.1, RFC 7636 §4.3, RFC 9207; spec §4.1).
+ *
+ * Order matters: client_id and redirect_uri are checked first, and while either is in doubt every error is an
+ * HTML page, never a redirect (RFC 6749 §4.1.2.1, RFC 9700 §4.1). Only then do errors go back to the client.
+ *
+ * @module
+ */
+import { consentPage } from "../consent/pages.ts";
+import { csrfToken, verifyCsrfToken } from "../consent/csrf.ts";
+import { randomToken, sha256 } from "../crypto.ts";
+import { OAuthError } from "../errors.ts";
+import { type HttpRequest, type HttpResponse, isFormContentType, parseForm, printable, queryOf, readParams } from "../http.ts";
+import type { EndUser, ServerContext } from "../options.ts";
+import { CODE_CHALLENGE } from "../pkce.ts";
+import { requireSingleScope } from "../scope.ts";
+import type { ClientRecord } from "../storage/types.ts";
+import { newGrantId } from "../tokens.ts";
+
+/** A validated authorization request. */
+interface AuthorizationRequest {
+  client: ClientRecord;
+  redirect_uri: string;
+  scope: string;
+  state: string | undefined;
+  code_challenge: string | undefined;
+}
+
+/** Builds the client redirect for a success or an error (RFC 6749 §4.1.2; `iss` from RFC 9207 §2). */
+export function authorizationRedirect(
+  redirectUri: string,
+  params: Record<string, string | undefined>,
+  issuer: string,
+): string {
+  const url = new URL(redirectUri);
+  for (const name in params) {
+    const value = params[name];
+    if (value !== undefined) url.searchParams.set(name, value);
+  }
+  url.searchParams.set("iss", issuer);
+  return url.href;
+}
+
+/** Handles GET (show login or consent) and POST (the login and consent forms post back here). */
+export async function authorizeEndpoint(request: HttpRequest, context: ServerContext): Promise<HttpResponse> {
+  const authorization = await validateRequest(request, context);
+  const { client, redirect_uri, scope, state } = authorization;
+  const redirectOnError = { uri: redirect_uri, state };
+
+  let form: Map<string, string> | null = null;
+  if (request.method === "POST") {
+    if (!isFormContentType(request.header("content-type"))) {
+      throw new OAuthError("invalid_request", { description: "Forms must be application/x-www-form-urlencoded" });
+    }
+    form = parseForm(await request.text(context.maxBodyBytes), context.formLimits);
+  }
+
+  const user = await context.authenticateUser!(request.toRequest(), {
+    form: form ? new URLSearchParams([...form]) : null,
+    client: { client_id: client.client_id, name: client.name },
+    scope,
+  });
+  if (user instanceof Response) return { status: user.status, headers: [], body: null, passthrough: user };
+  if (typeof user !== "object" || user === null || typeof user.id !== "string" || user.id === "") {
+    throw new OAuthError("server_error", { description: "The user could not be identified", cause: user });
+  }
+
+  const key = await context.csrfKey();
+  const bound = [user.id, client.client_id, redirect_uri, scope, authorization.code_challenge ?? "", state ?? ""];
+  const now = context.clock();
+  const decision = form?.get("decision");
+  if (decision === undefined) {
+    return consentPage({
+      clientName: client.name,
+      clientId: client.client_id,
+      userName: user.name ?? user.id,
+      scope,
+      scopeDescription: context.scopes.get(scope) ?? scope,
+      action: request.target,
+      csrf: await csrfToken(key, bound, now),
+      redirectOrigin: redirect_uri,
+    });
+  }
+  if (!(await verifyCsrfToken(key, form!.get("csrf"), bound, now))) {
+    // No redirect: a forged or stale form must have no effect on the client at all.
+    throw new OAuthError("access_denied", {
+      description: "The consent form has expired or did not come from this site. Please start again.",
+    });
+  }
+  if (decision === "deny") {
+    throw new OAuthError("access_denied", { description: "The user denied the request", redirect: redirectOnError });
+  }
+  if (decision !== "allow") {
+    throw new OAuthError("invalid_request", { description: "Unknown consent decision", redirect: redirectOnError });
+  }
+  const code = await issueCode(authorization, user, context, now);
+  return redirectTo(authorizationRedirect(redirect_uri, { code, state }, context.issuer));
+}
+
+function redirectTo(location: string): HttpResponse {
+  // 303: after the consent POST the browser must GET the client's redirect URI (RFC 9700 §4.12).
+  return { status: 303, headers: [["location", location], ["cache-control", "no-store"]], body: null };
+}
+
+async function issueCode(
+  authorization: AuthorizationRequest,
+  user: EndUser,
+  context: ServerContext,
+  now: number,
+): Promise<string> {
+  const code = randomToken();
+  await context.storage.saveCode({
+    hash: await sha256(code),
+    grant_id: newGrantId(),
+    client_id: authorization.client.client_id,
+    user_id: user.id,
+    redirect_uri: authorization.redirect_uri,
+    scope: authorization.scope,
+    ...(authorization.code_challenge === undefined ? {} : { code_challenge: authorization.code_challenge }),
+    expires_at: now + context.codeTtl,
+  });
+  return code;
+}
+
+/** Validates the query of an authorization request; throws an error page or an error redirect. */
+async function validateRequest(request: HttpRequest, context: ServerContext): Promise<AuthorizationRequest> {
+  const { params, repeated } = readParams(queryOf(request.target), context.formLimits);
+  const page = (description: string) => new OAuthError("invalid_request", { description });
+
+  // Step 1: who is asking, and where would an answer go? Until both are known, never redirect.
+  if (repeated === "client_id" || repeated === "redirect_uri") throw page(`The ${repeated} parameter is repeated`);
+  const clientId = params.get("client_id");
+  if (clientId === undefined) throw page("The client_id parameter is missing");
+  const client = await context.storage.getClient(clientId);
+  if (!client || !client.active) throw page("The application asking for access is not registered or is paused");
+  const redirectUri = params.get("redirect_uri");
+  if (redirectUri === undefined) throw page("The redirect_uri parameter is missing");
+  // Exact string comparison (RFC 9700 §4.1.3): no prefix, pattern or normalisation.
+  if (!client.redirect_uris.includes(redirectUri)) throw page("The redirect_uri is not registered for this application");
+
+  // Step 2: the redirect target is trusted; errors now go back to the client.
+  const state = params.get("state");
+  const redirect = { uri: redirectUri, state };
+  const fail = (code: "invalid_request" | "unsupported_response_type" | "invalid_scope" | "unauthorized_client", description: string) =>
+    new OAuthError(code, { description, redirect });
+
+  if (repeated !== undefined) throw fail("invalid_request", `The ${printable(repeated)} parameter is repeated`);
+  const responseType = params.get("response_type");
+  if (responseType === undefined) throw fail("invalid_request", "The response_type parameter is missing");
+  if (responseType !== "code") throw fail("unsupported_response_type", "Only response_type=code is supported");
+  if (!client.grant_types.includes("authorization_code")) {
+    throw fail("unauthorized_client", "The client may not use the authorization code grant");
+  }
+  let scope: string;
+  try {
+    scope = requireSingleScope(params.get("scope"), client);
+  } catch (error) {
+    throw fail("invalid_scope", (error as OAuthError).description ?? "Invalid scope");
+  }
+
+  const challenge = params.get("code_challenge");
+  const method = params.get("code_challenge_method");
+  if (challenge === undefined) {
+    if (client.type === "public") throw fail("invalid_request", "Public clients must send code_challenge (PKCE)");
+    if (method !== undefined) throw fail("invalid_request", "code_challenge_method was sent without code_challenge");
+  } else {
+    if (method !== "S256") throw fail("invalid_request", "code_challenge_method must be S256");
+    if (!CODE_CHALLENGE.test(challenge)) throw fail("invalid_request", "The code_challenge is malformed");
+  }
+  return { client, redirect_uri: redirectUri, scope, state, code_challenge: challenge };
+}

@@ -1,0 +1,40 @@
+/**
+ * Token introspection (RFC 7662), for resource servers that hold confidential client credentials.
+ *
+ * @module
+ */
+import { authenticateClient } from "../client_auth/authenticate.ts";
+import { sha256 } from "../crypto.ts";
+import { OAuthError } from "../errors.ts";
+import { type HttpRequest, type HttpResponse, jsonResponse } from "../http.ts";
+import type { ServerContext } from "../options.ts";
+import { readPostedForm } from "./form.ts";
+import { findToken } from "./lookup.ts";
+
+/** Answers `{ "active": false }` for anything not live, so nothing else about such a token leaks (§2.2). */
+export async function introspectEndpoint(request: HttpRequest, context: ServerContext): Promise<HttpResponse> {
+  const form = await readPostedForm(request, context);
+  const { method } = await authenticateClient(request, form, context);
+  if (method === "none") {
+    throw new OAuthError("invalid_client", {
+      description: "Introspection requires client authentication",
+      headers: { "www-authenticate": `Basic realm="${context.issuer}", charset="UTF-8"` },
+    });
+  }
+  const token = form.get("token");
+  if (token === undefined) throw new OAuthError("invalid_request", { description: "The token parameter is required" });
+  const found = await findToken(await sha256(token), form.get("token_type_hint"), context);
+  const live = found && (found.kind === "access_token" || found.record.rotated_at === undefined);
+  const owner = live ? await context.storage.getClient(found.record.client_id) : null;
+  if (!found || !owner?.active) return jsonResponse(200, { active: false });
+  const { record } = found;
+  return jsonResponse(200, {
+    active: true,
+    scope: record.scope,
+    client_id: record.client_id,
+    ...(record.user_id === undefined ? {} : { sub: record.user_id }),
+    token_type: found.kind === "access_token" ? "Bearer" : "refresh_token",
+    exp: Math.floor(record.expires_at / 1000),
+    iss: context.issuer,
+  });
+}

@@ -1,0 +1,41 @@
+/**
+ * Authorization server metadata (RFC 8414).
+ *
+ * @module
+ */
+import type { HttpResponse } from "../http.ts";
+import type { ServerContext } from "../options.ts";
+
+/** The metadata document for this server's options. */
+export function metadataDocument(context: ServerContext): Record<string, unknown> {
+  const at = (path: string | null) => (path === null ? undefined : context.issuer + path);
+  const doc: Record<string, unknown> = {
+    issuer: context.issuer,
+    authorization_endpoint: context.authenticateUser
+      ? at(context.paths.authorize) ?? `${context.issuer}/index.php?module=OAuth2&action=authorize`
+      : undefined,
+    token_endpoint: at(context.paths.token) ?? `${context.issuer}/index.php?module=OAuth2&action=token`,
+    revocation_endpoint: at(context.paths.revoke),
+    introspection_endpoint: at(context.paths.introspect),
+    scopes_supported: [...context.scopes.keys()],
+    response_types_supported: ["code"],
+    response_modes_supported: ["query"],
+    grant_types_supported: ["authorization_code", "refresh_token", "client_credentials"],
+    token_endpoint_auth_methods_supported: ["client_secret_basic", "client_secret_post", "none"],
+    revocation_endpoint_auth_methods_supported: ["client_secret_basic", "client_secret_post", "none"],
+    introspection_endpoint_auth_methods_supported: ["client_secret_basic", "client_secret_post"],
+    code_challenge_methods_supported: ["S256"],
+    authorization_response_iss_parameter_supported: true,
+  };
+  for (const key of Object.keys(doc)) if (doc[key] === undefined) delete doc[key];
+  return doc;
+}
+
+/** `GET /.well-known/oauth-authorization-server[issuer path]` (RFC 8414 §3). */
+export function metadataEndpoint(context: ServerContext): HttpResponse {
+  return {
+    status: 200,
+    headers: [["content-type", "application/json;charset=UTF-8"], ["cache-control", "max-age=300"]],
+    body: JSON.stringify(metadataDocument(context)),
+  };
+}

@@ -1,0 +1,30 @@
+/**
+ * Token revocation (RFC 7009).
+ *
+ * @module
+ */
+import { authenticateClient } from "../client_auth/authenticate.ts";
+import { sha256 } from "../crypto.ts";
+import { OAuthError } from "../errors.ts";
+import { type HttpRequest, type HttpResponse, jsonResponse } from "../http.ts";
+import type { ServerContext } from "../options.ts";
+import { readPostedForm } from "./form.ts";
+import { findToken } from "./lookup.ts";
+
+/**
+ * Revokes a refresh token (and with it the whole grant, as RFC 7009 §2.1 recommends) or an access token.
+ * Answers 200 for tokens that are unknown, expired or another client's, so that the endpoint tells no one
+ * whether a token exists (RFC 7009 §2.2).
+ */
+export async function revokeEndpoint(request: HttpRequest, context: ServerContext): Promise<HttpResponse> {
+  const form = await readPostedForm(request, context);
+  const { client } = await authenticateClient(request, form, context);
+  const token = form.get("token");
+  if (token === undefined) throw new OAuthError("invalid_request", { description: "The token parameter is required" });
+  const found = await findToken(await sha256(token), form.get("token_type_hint"), context);
+  if (found && found.record.client_id === client.client_id) {
+    if (found.kind === "refresh_token") await context.storage.revokeGrant(found.record.grant_id);
+    else await context.storage.revokeAccessToken(found.record.hash);
+  }
+  return { ...jsonResponse(200, {}), body: null };
+}

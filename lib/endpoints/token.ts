@@ -1,0 +1,45 @@
+/**
+ * The token endpoint (RFC 6749 §3.2; spec §4.2).
+ *
+ * @module
+ */
+import { authenticateClient } from "../client_auth/authenticate.ts";
+import { OAuthError } from "../errors.ts";
+import { authorizationCode } from "../grants/authorization_code.ts";
+import { clientCredentials } from "../grants/client_credentials.ts";
+import { refreshToken } from "../grants/refresh_token.ts";
+import type { Grant } from "../grants/types.ts";
+import { type HttpRequest, type HttpResponse, jsonResponse, printable } from "../http.ts";
+import type { ServerContext } from "../options.ts";
+import { readPostedForm } from "./form.ts";
+
+/** Grant handlers by their wire name. */
+const GRANTS: Readonly<Record<string, Grant>> = Object.freeze(Object.assign(Object.create(null), {
+  authorization_code: authorizationCode,
+  refresh_token: refreshToken,
+  client_credentials: clientCredentials,
+}));
+
+/** Handles `POST token`: form, grant type, client authentication, then the grant itself. */
+export async function tokenEndpoint(request: HttpRequest, context: ServerContext): Promise<HttpResponse> {
+  const form = await readPostedForm(request, context);
+  const grantType = form.get("grant_type");
+  if (grantType === undefined) {
+    throw new OAuthError("invalid_request", { description: "The grant_type parameter is required" });
+  }
+  const grant = GRANTS[grantType];
+  if (grant === undefined) {
+    throw new OAuthError("unsupported_grant_type", { description: `Grant type "${printable(grantType)}" is not supported` });
+  }
+  const { client, method } = await authenticateClient(request, form, context);
+  if (grant.confidentialOnly && method === "none") {
+    throw new OAuthError("invalid_client", {
+      description: "This grant requires client authentication",
+      headers: { "www-authenticate": `Basic realm="${context.issuer}", charset="UTF-8"` },
+    });
+  }
+  if (!client.grant_types.includes(grantType as never)) {
+    throw new OAuthError("unauthorized_client", { description: "The client may not use this grant type" });
+  }
+  return jsonResponse(200, await grant.exchange(form, client, context));
+}

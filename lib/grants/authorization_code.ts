@@ -1,0 +1,71 @@
+/**
+ * The authorization_code grant (RFC 6749 §4.1.3, RFC 7636 §4.5-4.6; spec §4.2 columns 1-2).
+ *
+ * @module
+ */
+import { sha256 } from "../crypto.ts";
+import { OAuthError } from "../errors.ts";
+import { CODE_VERIFIER, verifyPkce } from "../pkce.ts";
+import { mintTokens } from "../tokens.ts";
+import type { Grant } from "./types.ts";
+
+const invalidGrant = (description: string) => new OAuthError("invalid_grant", { description });
+const missing = (name: string) => new OAuthError("invalid_request", { description: `The ${name} parameter is required` });
+
+/** Exchanges a code for tokens. Everything is checked before the code is spent, so a bad try costs nothing. */
+export const authorizationCode: Grant = {
+  confidentialOnly: false,
+  async exchange(form, client, context) {
+    const code = form.get("code");
+    if (code === undefined) throw missing("code");
+    const redirectUri = form.get("redirect_uri");
+    if (redirectUri === undefined) throw missing("redirect_uri");
+    const verifier = form.get("code_verifier");
+    if (verifier === undefined && client.type === "public") throw missing("code_verifier");
+    if (verifier !== undefined && !CODE_VERIFIER.test(verifier)) {
+      throw new OAuthError("invalid_request", { description: "The code_verifier is malformed" });
+    }
+
+    const { storage } = context;
+    const now = context.clock();
+    const hash = await sha256(code);
+    const record = await storage.findCode(hash, now);
+    if (!record) throw invalidGrant("The authorization code is invalid or has expired");
+    if (record.redeemed_at !== undefined) {
+      // RFC 6749 §4.1.2 and RFC 9700 §4.5: a replayed code revokes every token issued from it.
+      await storage.revokeGrant(record.grant_id);
+      throw invalidGrant("The authorization code was already used");
+    }
+    if (record.client_id !== client.client_id) throw invalidGrant("The authorization code was issued to another client");
+    if (record.redirect_uri !== redirectUri) throw invalidGrant("The redirect_uri does not match the authorization request");
+    if (record.code_challenge === undefined) {
+      // RFC 9700 §2.1.1: a verifier for a code issued without a challenge is refused (PKCE downgrade).
+      if (verifier !== undefined) {
+        throw new OAuthError("invalid_request", { description: "A code_verifier was sent for a code issued without code_challenge" });
+      }
+    } else {
+      if (verifier === undefined) throw missing("code_verifier");
+      if (!(await verifyPkce(verifier, record.code_challenge))) throw invalidGrant("PKCE verification failed");
+    }
+
+    // The client's registration may have changed since the user approved.
+    if (!client.scopes.includes(record.scope)) {
+      throw new OAuthError("invalid_scope", { description: "The scope is no longer allowed for this client" });
+    }
+
+    const refresh = client.grant_types.includes("refresh_token");
+    const { response, records } = await mintTokens({
+      client_id: client.client_id,
+      user_id: record.user_id,
+      scope: record.scope,
+      grant_id: record.grant_id,
+      refresh_expires_at: refresh ? now + context.refreshTokenTtl : undefined,
+    }, context, now);
+    // The one atomic step: whoever loses a concurrent redemption is treated as a replay.
+    if (!(await storage.redeemCode(hash, records, now))) {
+      await storage.revokeGrant(record.grant_id);
+      throw invalidGrant("The authorization code was already used");
+    }
+    return response;
+  },
+};

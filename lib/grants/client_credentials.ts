@@ -1,0 +1,27 @@
+/**
+ * The client_credentials grant (RFC 6749 §4.4; spec §4.2 column 5).
+ *
+ * @module
+ */
+import { requireSingleScope } from "../scope.ts";
+import { mintTokens, newGrantId } from "../tokens.ts";
+import type { Grant } from "./types.ts";
+
+/** Issues a token to the client itself; a refresh token only when the client is configured for one. */
+export const clientCredentials: Grant = {
+  confidentialOnly: true,
+  async exchange(form, client, context) {
+    const scope = requireSingleScope(form.get("scope"), client);
+    const now = context.clock();
+    // RFC 6749 §4.4.3 says a refresh token SHOULD NOT be included; the spec lets configuration allow it.
+    const refresh = client.client_credentials_refresh_token && client.grant_types.includes("refresh_token");
+    const { response, records } = await mintTokens({
+      client_id: client.client_id,
+      scope,
+      grant_id: refresh ? newGrantId() : undefined,
+      refresh_expires_at: refresh ? now + context.refreshTokenTtl : undefined,
+    }, context, now);
+    await context.storage.saveTokens(records);
+    return response;
+  },
+};

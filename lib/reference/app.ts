@@ -1,0 +1,133 @@
+/**
+ * The reference server as a runtime-neutral app: the authorization server, the built-in password login, and a
+ * sample protected API, so the whole round trip can be seen. The entry points in `lib/cli/` serve it on Node,
+ * Deno and Bun; the conformance suite can load it in-process.
+ *
+ * @module
+ */
+import type { AccessTokenInfo } from "../bearer.ts";
+import { passwordLogin } from "../consent/login.ts";
+import { base64url, timingSafeEqual } from "../crypto.ts";
+import { OAuthError } from "../errors.ts";
+import { type HttpRequest, type HttpResponse, fromRequest, jsonResponse, pathOf, toResponse } from "../http.ts";
+import type { EndUser } from "../options.ts";
+import { errorResponse } from "../router.ts";
+import { type AuthorizationServer, createAuthorizationServer } from "../server.ts";
+import type { Storage } from "../storage/types.ts";
+import { type ConfigUser, DEMO_CONFIG, type ReferenceConfig } from "./config.ts";
+
+/** Options of {@link createReferenceApp}. */
+export interface ReferenceAppOptions {
+  /** The base URL the app is served at, e.g. `http://127.0.0.1:8080`. */
+  issuer: string;
+  /** Users, scopes and clients; default {@link DEMO_CONFIG}. */
+  config?: ReferenceConfig;
+  storage?: Storage;
+  clock?: () => number;
+  /** PBKDF2 iterations for the users' passwords. Default 100 000; tests lower it. */
+  passwordIterations?: number;
+  onError?: (error: unknown, context: { endpoint: string; method: string; path: string }) => void;
+}
+
+/** The reference app: the server plus its two handlers. */
+export interface ReferenceApp {
+  server: AuthorizationServer;
+  /** Web-standard handler for everything: OAuth endpoints, `/api/*`, and a landing page. */
+  fetch: (request: Request) => Promise<Response>;
+  /** The same on the core's request shape, for the Node adapter's fast path. */
+  handle: (request: HttpRequest) => Promise<HttpResponse>;
+}
+
+/** The sample protected API (spec §4.3): `GET /api/reports` needs `reports.read`; `GET /api/me` any token. */
+const RESOURCES: Readonly<Record<string, string | undefined>> = { "/api/reports": "reports.read", "/api/me": undefined };
+
+/** Builds the reference app. Resolves once the users' password hashes and the clients are ready. */
+export async function createReferenceApp(options: ReferenceAppOptions): Promise<ReferenceApp> {
+  const config = options.config ?? DEMO_CONFIG;
+  const clock = options.clock ?? Date.now;
+  const users = await hashUsers(config.users, options.passwordIterations ?? 100_000);
+  const server = createAuthorizationServer({
+    issuer: options.issuer,
+    scopes: Object.fromEntries(config.scopes.map((s) => [s.name, s.description])),
+    clock,
+    ...(options.storage ? { storage: options.storage } : {}),
+    ...(options.onError ? { onError: options.onError } : {}),
+    authenticateUser: passwordLogin({
+      verify: (username, password) => users.verify(username, password),
+      secret: crypto.getRandomValues(new Uint8Array(32)),
+      clock,
+    }),
+  });
+  for (const c of config.clients) {
+    await server.clients.register({
+      client_id: c.client_id,
+      ...(c.client_secret === undefined ? {} : { client_secret: c.client_secret }),
+      name: c.name,
+      type: c.client_secret === undefined ? "public" : "confidential",
+      redirect_uris: c.redirect_uris ?? [],
+      scopes: c.scopes,
+      grant_types: c.grant_types,
+      client_credentials_refresh_token: c.client_credentials_refresh_token === true,
+    });
+  }
+
+  const handle = async (request: HttpRequest): Promise<HttpResponse> => {
+    const path = pathOf(request.target);
+    if (path in RESOURCES) return resource(server, request, RESOURCES[path]);
+    if (path === "/" && (request.method === "GET" || request.method === "HEAD")) return landing(server);
+    return server.handle(request);
+  };
+  return { server, handle, fetch: async (request) => toResponse(await handle(fromRequest(request))) };
+}
+
+async function resource(server: AuthorizationServer, request: HttpRequest, scope: string | undefined): Promise<HttpResponse> {
+  if (request.method !== "GET" && request.method !== "HEAD") {
+    return errorResponse(new OAuthError("invalid_request", { status: 405, headers: { allow: "GET, HEAD" } }));
+  }
+  let token: AccessTokenInfo;
+  try {
+    token = await server.verifyAuthorization(request.header("authorization"), scope);
+  } catch (error) {
+    if (error instanceof OAuthError) return errorResponse(error);
+    return errorResponse(new OAuthError("server_error"));
+  }
+  const reports = [
+    { id: "weekly-visits", title: "Weekly visits", visits: 18_204 },
+    { id: "top-pages", title: "Top pages", pages: ["/", "/pricing", "/docs"] },
+  ];
+  return jsonResponse(200, scope === undefined ? { token } : { reports, token });
+}
+
+function landing(server: AuthorizationServer): HttpResponse {
+  const body = [
+    "oauth2-fetch-server reference server",
+    "",
+    `authorize: GET  ${server.issuer}/index.php?module=OAuth2&action=authorize`,
+    `token:     POST ${server.issuer}/index.php?module=OAuth2&action=token`,
+    `metadata:  GET  ${server.issuer}/.well-known/oauth-authorization-server`,
+    `sample API: GET ${server.issuer}/api/reports (scope reports.read), GET ${server.issuer}/api/me`,
+    "",
+  ].join("\n");
+  return { status: 200, headers: [["content-type", "text/plain;charset=UTF-8"]], body };
+}
+
+/** Users with PBKDF2-SHA-256 password hashes; the plain passwords are not kept. */
+async function hashUsers(users: ConfigUser[], iterations: number) {
+  const salt = crypto.getRandomValues(new Uint8Array(16));
+  const derive = async (password: string) => {
+    const key = await crypto.subtle.importKey("raw", new TextEncoder().encode(password), "PBKDF2", false, ["deriveBits"]);
+    const bits = await crypto.subtle.deriveBits({ name: "PBKDF2", hash: "SHA-256", salt, iterations }, key, 256);
+    return base64url(new Uint8Array(bits));
+  };
+  const table = new Map<string, { hash: string; user: EndUser }>();
+  for (const u of users) table.set(u.username, { hash: await derive(u.password), user: { id: u.username, name: u.name ?? u.username } });
+  const decoy = await derive(base64url(crypto.getRandomValues(new Uint8Array(16))));
+  return {
+    async verify(username: string, password: string): Promise<EndUser | null> {
+      const entry = table.get(username);
+      // Derive even for an unknown user, so the answer's timing does not reveal which usernames exist.
+      const ok = timingSafeEqual(await derive(password), entry?.hash ?? decoy);
+      return ok && entry ? entry.user : null;
+    },
+  };
+}

@@ -1,0 +1,132 @@
+/**
+ * Request to endpoint, and the one place that turns errors into responses.
+ *
+ * @module
+ */
+import { errorPage } from "./consent/pages.ts";
+import { authorizationRedirect, authorizeEndpoint } from "./endpoints/authorize.ts";
+import { introspectEndpoint } from "./endpoints/introspect.ts";
+import { metadataEndpoint } from "./endpoints/metadata.ts";
+import { revokeEndpoint } from "./endpoints/revoke.ts";
+import { tokenEndpoint } from "./endpoints/token.ts";
+import { OAuthError } from "./errors.ts";
+import { type HttpRequest, type HttpResponse, jsonResponse, pathOf, queryOf, redirectResponse } from "./http.ts";
+import type { ServerContext } from "./options.ts";
+
+type Handler = (request: HttpRequest, context: ServerContext) => Promise<HttpResponse> | HttpResponse;
+
+/** An endpoint: its name (for `onError`), its handlers by method, and whether its errors are HTML pages. */
+interface Endpoint {
+  name: string;
+  methods: Partial<Record<"GET" | "POST", Handler>>;
+  page: boolean;
+}
+
+const AUTHORIZE: Endpoint = { name: "authorize", methods: { GET: authorizeEndpoint, POST: authorizeEndpoint }, page: true };
+const TOKEN: Endpoint = { name: "token", methods: { POST: tokenEndpoint }, page: false };
+const REVOKE: Endpoint = { name: "revoke", methods: { POST: revokeEndpoint }, page: false };
+const INTROSPECT: Endpoint = { name: "introspect", methods: { POST: introspectEndpoint }, page: false };
+const METADATA: Endpoint = { name: "metadata", methods: { GET: (_, context) => metadataEndpoint(context) }, page: false };
+
+/** The spec's addresses: `{base}/index.php?module=OAuth2&action=…` (spec §4.1, §4.2). */
+const SPEC_ACTIONS: Readonly<Record<string, Endpoint>> = Object.freeze(
+  Object.assign(Object.create(null), { authorize: AUTHORIZE, token: TOKEN }),
+);
+
+/** Builds the request handler for a server context. */
+export function createRouter(context: ServerContext): (request: HttpRequest) => Promise<HttpResponse> {
+  const routes = new Map<string, Endpoint>();
+  const base = context.basePath;
+  const { paths } = context;
+  if (paths.token !== null) routes.set(base + paths.token, TOKEN);
+  if (paths.revoke !== null) routes.set(base + paths.revoke, REVOKE);
+  if (paths.introspect !== null) routes.set(base + paths.introspect, INTROSPECT);
+  if (paths.authorize !== null && context.authenticateUser) routes.set(base + paths.authorize, AUTHORIZE);
+  // RFC 8414 §3: the well-known segment goes between the host and the issuer's path.
+  routes.set("/.well-known/oauth-authorization-server" + base, METADATA);
+  const specPath = base + "/index.php";
+
+  return async function handle(request: HttpRequest): Promise<HttpResponse> {
+    const path = pathOf(request.target);
+    let endpoint = routes.get(path);
+    if (endpoint === undefined && path === specPath) endpoint = specEndpoint(request.target);
+    if (endpoint === undefined || (endpoint === AUTHORIZE && !context.authenticateUser)) return notFound();
+    const method = request.method === "HEAD" ? "GET" : request.method;
+    const handler = endpoint.methods[method as "GET" | "POST"];
+    if (handler === undefined) {
+      const allow = Object.keys(endpoint.methods).join(", ");
+      return render(new OAuthError("invalid_request", {
+        description: `Method ${request.method.slice(0, 16)} is not allowed here`,
+        status: 405,
+        headers: { allow },
+      }), endpoint, request, context);
+    }
+    try {
+      const response = await handler(request, context);
+      return request.method === "HEAD" ? { ...response, body: null } : response;
+    } catch (error) {
+      return render(error, endpoint, request, context);
+    }
+  };
+}
+
+function specEndpoint(target: string): Endpoint | undefined {
+  const query = new URLSearchParams(queryOf(target));
+  if (query.get("module") !== "OAuth2") return undefined;
+  const action = query.get("action");
+  return action === null ? undefined : SPEC_ACTIONS[action];
+}
+
+function notFound(): HttpResponse {
+  return { status: 404, headers: [], body: null };
+}
+
+/** Renders any error thrown by an endpoint: a redirect, an HTML page or RFC 6749 §5.2 JSON. */
+function render(error: unknown, endpoint: Endpoint, request: HttpRequest, context: ServerContext): HttpResponse {
+  const where = { endpoint: endpoint.name, method: request.method, path: pathOf(request.target) };
+  let oauth: OAuthError;
+  if (error instanceof OAuthError) {
+    oauth = error;
+    if (oauth.cause !== undefined || oauth.status >= 500) report(context, oauth, where);
+  } else {
+    report(context, error, where);
+    // Never the exception's message or stack: they may hold internals or secrets.
+    oauth = new OAuthError("server_error", { description: "The server could not complete the request" });
+  }
+  if (oauth.redirect) {
+    const location = authorizationRedirect(oauth.redirect.uri, {
+      error: oauth.code,
+      error_description: oauth.description,
+      state: oauth.redirect.state,
+    }, context.issuer);
+    return redirectResponse(location, request.method === "POST" ? 303 : 302);
+  }
+  if (endpoint.page) {
+    const page = errorPage(oauth.status, PAGE_TITLES[oauth.code] ?? "Request refused", oauth.description ?? oauth.code);
+    for (const name in oauth.headers) page.headers.push([name, oauth.headers[name]!]);
+    return page;
+  }
+  return errorResponse(oauth);
+}
+
+/** RFC 6749 §5.2 JSON for an `OAuthError`, with its status and headers. */
+export function errorResponse(error: OAuthError): HttpResponse {
+  const body: Record<string, string> = { error: error.code };
+  if (error.description !== undefined) body.error_description = error.description;
+  return jsonResponse(error.status, body, error.headers);
+}
+
+function report(context: ServerContext, error: unknown, where: { endpoint: string; method: string; path: string }): void {
+  try {
+    context.onError(error, where);
+  } catch {
+    // A failing error hook must not turn a clean error response into a crash.
+  }
+}
+
+const PAGE_TITLES: Partial<Record<string, string>> = {
+  invalid_request: "This sign-in link is not valid",
+  access_denied: "Request refused",
+  server_error: "Something went wrong",
+  temporarily_unavailable: "Please try again shortly",
+};

@@ -1,0 +1,90 @@
+/**
+ * `createAuthorizationServer`: the public entry point.
+ *
+ * @module
+ */
+import { type AccessTokenInfo, verifyBearer } from "./bearer.ts";
+import { clientRegistry, type ClientRegistry } from "./clients.ts";
+import { hmacKey } from "./crypto.ts";
+import { metadataDocument } from "./endpoints/metadata.ts";
+import { OAuthError } from "./errors.ts";
+import { fromRequest, type HttpRequest, type HttpResponse, toResponse } from "./http.ts";
+import { type AuthorizationServerOptions, resolveOptions, type ServerContext } from "./options.ts";
+import { createRouter, errorResponse } from "./router.ts";
+import type { Storage } from "./storage/types.ts";
+
+/** A running authorization server: a fetch handler plus the APIs around it. */
+export interface AuthorizationServer {
+  /** The issuer identifier, normalised (no trailing slash). */
+  readonly issuer: string;
+  /** The Web-standard handler; bound, so `Deno.serve(server.fetch)` works as it is. */
+  readonly fetch: (request: Request) => Promise<Response>;
+  /** The same handler on the core's request shape, for adapters that avoid WHATWG objects (see `lib/http.ts`). */
+  readonly handle: (request: HttpRequest) => Promise<HttpResponse>;
+  /** Registers, reads, pauses and resumes clients. */
+  readonly clients: ClientRegistry;
+  /** The store in use. */
+  readonly storage: Storage;
+  /**
+   * Verifies the Bearer token of a resource request (RFC 6750). Throws `OAuthError` whose `status` and
+   * `headers` (`WWW-Authenticate`) are what to answer with; {@link AuthorizationServer.protect} does that for you.
+   */
+  verifyAccessToken(request: Request, requiredScope?: string): Promise<AccessTokenInfo>;
+  /** {@link AuthorizationServer.verifyAccessToken} for a bare `Authorization` header value. */
+  verifyAuthorization(authorization: string | null, requiredScope?: string): Promise<AccessTokenInfo>;
+  /** Wraps a resource handler: it runs only for a valid token with `requiredScope`; errors follow RFC 6750 §3. */
+  protect(
+    requiredScope: string | undefined,
+    handler: (request: Request, token: AccessTokenInfo) => Response | Promise<Response>,
+  ): (request: Request) => Promise<Response>;
+  /** The RFC 8414 metadata document. */
+  metadata(): Record<string, unknown>;
+}
+
+/**
+ * Creates an authorization server. Options are checked at once; a bad one throws `ConfigurationError`.
+ *
+ * @example
+ * ```ts
+ * const server = createAuthorizationServer({
+ *   issuer: "https://auth.example.com",
+ *   scopes: { "reports.read": "Read your analytics reports" },
+ *   authenticateUser: passwordLogin({ verify, secret }),
+ * });
+ * await server.clients.register({ client_id: "dashboard", name: "Dashboard", type: "confidential",
+ *   scopes: ["reports.read"], grant_types: ["client_credentials"] });
+ * Deno.serve(server.fetch);
+ * ```
+ */
+export function createAuthorizationServer(options: AuthorizationServerOptions): AuthorizationServer {
+  const resolved = resolveOptions(options);
+  let key: Promise<CryptoKey> | undefined;
+  const context: ServerContext = { ...resolved, csrfKey: () => (key ??= hmacKey(resolved.secret)) };
+  const handle = createRouter(context);
+  const verifyAuthorization = (authorization: string | null, requiredScope?: string) =>
+    verifyBearer(authorization, requiredScope, context);
+
+  return {
+    issuer: context.issuer,
+    handle,
+    fetch: async (request) => toResponse(await handle(fromRequest(request))),
+    clients: clientRegistry(context),
+    storage: context.storage,
+    verifyAuthorization,
+    verifyAccessToken: (request, requiredScope) => verifyAuthorization(request.headers.get("authorization"), requiredScope),
+    protect(requiredScope, handler) {
+      return async (request) => {
+        let token: AccessTokenInfo;
+        try {
+          token = await verifyAuthorization(request.headers.get("authorization"), requiredScope);
+        } catch (error) {
+          if (error instanceof OAuthError) return toResponse(errorResponse(error));
+          context.onError(error, { endpoint: "resource", method: request.method, path: new URL(request.url).pathname });
+          return toResponse(errorResponse(new OAuthError("server_error")));
+        }
+        return handler(request, token);
+      };
+    },
+    metadata: () => metadataDocument(context),
+  };
+}

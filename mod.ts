@@ -1,0 +1,45 @@
+/**
+ * oauth2-fetch-server: an OAuth 2.0 authorization server as one Web-standard fetch handler.
+ *
+ * @example
+ * ```ts
+ * import { createAuthorizationServer } from "oauth2-fetch-server";
+ *
+ * const server = createAuthorizationServer({
+ *   issuer: "https://auth.example.com",
+ *   scopes: { "reports.read": "Read your analytics reports" },
+ * });
+ * const { client_secret } = await server.clients.register({
+ *   client_id: "exporter", name: "Nightly export", type: "confidential",
+ *   scopes: ["reports.read"], grant_types: ["client_credentials"],
+ * });
+ * Deno.serve(server.fetch);
+ * ```
+ *
+ * @module
+ */
+export { type AuthorizationServer, createAuthorizationServer } from "./lib/server.ts";
+export type {
+  AuthenticateUser,
+  AuthorizationServerOptions,
+  EndUser,
+  ErrorContext,
+  InteractionContext,
+} from "./lib/options.ts";
+export { ConfigurationError, ERROR_STATUS, OAuthError, type OAuthErrorCode, type OAuthErrorOptions } from "./lib/errors.ts";
+export type { ClientRegistration, ClientRegistry, RegisteredClient } from "./lib/clients.ts";
+export type { AccessTokenInfo } from "./lib/bearer.ts";
+export type { TokenResponse } from "./lib/tokens.ts";
+export { passwordLogin, type PasswordLoginOptions } from "./lib/consent/login.ts";
+export { MemoryStorage, memoryStorage, type MemoryStorageOptions } from "./lib/storage/memory.ts";
+export type {
+  AccessTokenRecord,
+  ClientRecord,
+  CodeRecord,
+  GrantType,
+  IssuedTokens,
+  RefreshTokenRecord,
+  Storage,
+} from "./lib/storage/types.ts";
+export { type ContractCheck, type ContractOptions, storageContract } from "./lib/storage/contract.ts";
+export { fromRequest, type HttpRequest, type HttpResponse, toResponse } from "./lib/http.ts";

@@ -1,0 +1,112 @@
+// The resource-API guard (spec §4.3, RFC 6750 §2.1 and §3).
+import { describe, expect, test } from "vitest";
+import { OAuthError } from "../mod.ts";
+import { fixture, ISSUER, postToken, SECRETS } from "./helpers.ts";
+
+async function token(server: Awaited<ReturnType<typeof fixture>>["server"], scope = "export"): Promise<string> {
+  const response = await postToken(server, { grant_type: "client_credentials", client_id: "backend", client_secret: SECRETS.backend, scope });
+  return (await response.json()).access_token;
+}
+
+describe("server.protect", () => {
+  const call = async (authorization?: string) => {
+    const f = await fixture();
+    const api = f.server.protect("export", (_request, info) => Response.json({ ok: true, info }));
+    const headers: Record<string, string> = authorization === undefined ? {} : { authorization };
+    return { f, api, response: (request?: string) => api(new Request(`${ISSUER}/api/export`, { headers: request === undefined ? headers : { authorization: request } })) };
+  };
+
+  test("a valid token reaches the handler with client, scope and expiry", async () => {
+    const { f, response } = await call();
+    const access = await token(f.server);
+    const res = await response(`Bearer ${access}`);
+    expect(res.status).toBe(200);
+    const body = await res.json();
+    expect(body.info).toEqual({ client_id: "backend", scope: "export", exp: Math.floor(f.clock.now / 1000) + 3600 });
+  });
+
+  test("the scheme is case-insensitive (RFC 9110 §11.1)", async () => {
+    const { f, response } = await call();
+    expect((await response(`bearer ${await token(f.server)}`)).status).toBe(200);
+  });
+
+  test("no token: 401 with a bare Bearer challenge (no error code, RFC 6750 §3.1)", async () => {
+    const { response } = await call();
+    const res = await response();
+    expect(res.status).toBe(401);
+    expect(res.headers.get("www-authenticate")).toBe(`Bearer realm="${ISSUER}"`);
+  });
+
+  test("another scheme counts as no token", async () => {
+    const { response } = await call();
+    const res = await response("Basic YTpi");
+    expect(res.status).toBe(401);
+    expect(res.headers.get("www-authenticate")).toBe(`Bearer realm="${ISSUER}"`);
+  });
+
+  test.each([["Bearer"], ["Bearer "], ["Bearer a b"], ["Bearer tok,en"], ["Bearer \u00e9t\u00e9"]])(
+    "malformed %j: 400 invalid_request",
+    async (header) => {
+      const { response } = await call();
+      const res = await response(header);
+      expect(res.status).toBe(400);
+      expect(res.headers.get("www-authenticate")).toMatch(/^Bearer realm=".*", error="invalid_request"/);
+    },
+  );
+
+  test("an unknown token: 401 invalid_token", async () => {
+    const { response } = await call();
+    const res = await response("Bearer " + "x".repeat(43));
+    expect(res.status).toBe(401);
+    expect(res.headers.get("www-authenticate")).toContain('error="invalid_token"');
+    expect((await res.json()).error).toBe("invalid_token");
+  });
+
+  test("an expired token: 401 invalid_token", async () => {
+    const { f, response } = await call();
+    const access = await token(f.server);
+    f.clock.advance(3600);
+    const res = await response(`Bearer ${access}`);
+    expect(res.status).toBe(401);
+    expect(res.headers.get("www-authenticate")).toContain('error="invalid_token"');
+  });
+
+  test("a revoked token: 401 invalid_token", async () => {
+    const { f, response } = await call();
+    const access = await token(f.server);
+    const revoked = await f.server.fetch(new Request(`${ISSUER}/revoke`, {
+      method: "POST",
+      headers: { "content-type": "application/x-www-form-urlencoded" },
+      body: new URLSearchParams({ token: access, client_id: "backend", client_secret: SECRETS.backend }).toString(),
+    }));
+    expect(revoked.status).toBe(200);
+    expect((await response(`Bearer ${access}`)).status).toBe(401);
+  });
+
+  test("a token without the required scope: 403 insufficient_scope naming the scope", async () => {
+    const { f, response } = await call();
+    const res = await response(`Bearer ${await token(f.server, "read")}`);
+    expect(res.status).toBe(403);
+    expect(res.headers.get("www-authenticate")).toContain('error="insufficient_scope"');
+    expect(res.headers.get("www-authenticate")).toContain('scope="export"');
+  });
+});
+
+test("verifyAccessToken throws OAuthError with the status and challenge to send", async () => {
+  const { server } = await fixture();
+  const error = await server.verifyAccessToken(new Request(`${ISSUER}/api`)).catch((e: unknown) => e);
+  expect(error).toBeInstanceOf(OAuthError);
+  expect((error as OAuthError).status).toBe(401);
+  expect((error as OAuthError).headers["www-authenticate"]).toBe(`Bearer realm="${ISSUER}"`);
+});
+
+test("a failing store is a 500 server_error from protect, reported, never thrown", async () => {
+  const errors: unknown[] = [];
+  const f = await fixture({ onError: (e) => errors.push(e) });
+  f.storage.findAccessToken = () => Promise.reject(new Error("disk on fire"));
+  const api = f.server.protect(undefined, () => new Response("unreachable"));
+  const res = await api(new Request(`${ISSUER}/api`, { headers: { authorization: "Bearer abc" } }));
+  expect(res.status).toBe(500);
+  expect(await res.text()).not.toContain("disk on fire");
+  expect(errors).toHaveLength(1);
+});

@@ -1,0 +1,280 @@
+import { describe, expect, it } from "vitest";
+import { passwordLogin, type PasswordLoginOptions } from "../../lib/consent/login.ts";
+import { base64url } from "../../lib/crypto.ts";
+import { ConfigurationError } from "../../lib/errors.ts";
+import type { EndUser, InteractionContext } from "../../lib/options.ts";
+
+const SECRET = "0123456789abcdef0123456789abcdef";
+const URL_ = "https://auth.example/authorize?response_type=code&client_id=printer&state=s%20t";
+const CLIENT = { client_id: "printer", name: "Photo Printer" };
+
+/** A hook with a clock the test moves, and a log of verify calls. */
+function setup(options: Partial<PasswordLoginOptions> = {}) {
+  const clock = { now: Date.UTC(2030, 0, 1) };
+  const calls: [string, string][] = [];
+  const hook = passwordLogin({
+    secret: SECRET,
+    clock: () => clock.now,
+    verify: (username, password) => {
+      calls.push([username, password]);
+      return username === "alice" && password === "correct horse" ? { id: "u-1", name: "Alice" } : null;
+    },
+    ...options,
+  });
+  return { hook, clock, calls };
+}
+
+const context = (form: URLSearchParams | null): InteractionContext => ({ form, client: CLIENT, scope: "photos" });
+
+const get = (cookie?: string, url = URL_): Request =>
+  new Request(url, cookie === undefined ? {} : { headers: { cookie } });
+
+/** A POST whose body the server has already parsed into `context.form`. */
+const post = (cookie?: string, url = URL_): Request =>
+  new Request(url, { method: "POST", ...(cookie === undefined ? {} : { headers: { cookie } }) });
+
+const csrfOf = (html: string): string => /name="csrf" value="([^"]*)"/.exec(html)![1]!;
+
+/** `name=value` of the first Set-Cookie for `name`, and its attributes. */
+function setCookie(response: Response, name: string): { pair: string; value: string; attrs: string } | undefined {
+  const line = response.headers.getSetCookie().find((c) => c.startsWith(`${name}=`));
+  if (line === undefined) return undefined;
+  const semi = line.indexOf(";");
+  const pair = line.slice(0, semi);
+  return { pair, value: pair.slice(name.length + 1), attrs: line.slice(semi) };
+}
+
+/** GETs the sign-in page: its CSRF token and the nonce cookie pair. */
+async function openLogin(hook: ReturnType<typeof setup>["hook"]): Promise<{ csrf: string; nonce: string }> {
+  const response = (await hook(get(), context(null))) as Response;
+  return { csrf: csrfOf(await response.text()), nonce: setCookie(response, "oauth2_session_login")!.pair };
+}
+
+const loginForm = (csrf: string | null, password = "correct horse"): URLSearchParams => {
+  const form = new URLSearchParams({ username: "alice", password });
+  if (csrf !== null) form.set("csrf", csrf);
+  return form;
+};
+
+/** Runs the whole login; returns the session cookie pair. */
+async function signIn(hook: ReturnType<typeof setup>["hook"]): Promise<string> {
+  const { csrf, nonce } = await openLogin(hook);
+  const response = (await hook(post(nonce), context(loginForm(csrf)))) as Response;
+  return setCookie(response, "oauth2_session")!.pair;
+}
+
+describe("passwordLogin options", () => {
+  it("refuses a short secret, a bad cookie name and a bad lifetime", () => {
+    const verify = (): null => null;
+    expect(() => passwordLogin({ verify, secret: "short" })).toThrow(ConfigurationError);
+    expect(() => passwordLogin({ verify, secret: new Uint8Array(31) })).toThrow(
+      `Cannot create password login: "secret" must be at least 32 bytes long`,
+    );
+    expect(() => passwordLogin({ verify, secret: SECRET, cookieName: "a b" })).toThrow(/"cookieName"/);
+    expect(() => passwordLogin({ verify, secret: SECRET, sessionTtl: 0 })).toThrow(/"sessionTtl"/);
+    expect(() => passwordLogin({ verify, secret: SECRET, cookieName: "__Host-s", secure: false })).toThrow(
+      /"secure"/,
+    );
+    expect(() => passwordLogin({ verify, secret: new Uint8Array(32) })).not.toThrow();
+  });
+});
+
+describe("passwordLogin", () => {
+  it("answers a GET without a session with the sign-in page and a login nonce cookie", async () => {
+    const { hook } = setup();
+    const response = await hook(get(), context(null));
+    expect(response).toBeInstanceOf(Response);
+    const res = response as Response;
+    expect(res.status).toBe(200);
+    expect(res.headers.get("content-type")).toBe("text/html;charset=UTF-8");
+    expect(res.headers.get("x-frame-options")).toBe("DENY");
+    const html = await res.text();
+    expect(html).toContain(`action="/authorize?response_type=code&amp;client_id=printer&amp;state=s%20t"`);
+    expect(html).toContain("Photo Printer");
+    expect(csrfOf(html)).toMatch(/^[A-Za-z0-9_-]{43}$/);
+    const nonce = setCookie(res, "oauth2_session_login")!;
+    expect(nonce.value).toMatch(/^[A-Za-z0-9_-]{43}$/);
+    expect(nonce.value).not.toBe(csrfOf(html));
+    expect(nonce.attrs).toBe("; Path=/; HttpOnly; SameSite=Lax; Secure");
+    expect(setCookie(res, "oauth2_session")).toBeUndefined();
+  });
+
+  it("signs in, redirects 303 to the same URL with a session cookie, then knows the user", async () => {
+    const { hook, calls } = setup();
+    const { csrf, nonce } = await openLogin(hook);
+    const response = (await hook(post(nonce), context(loginForm(csrf)))) as Response;
+    expect(response.status).toBe(303);
+    expect(response.headers.get("location")).toBe(URL_);
+    expect(response.headers.get("cache-control")).toBe("no-store");
+    expect(calls).toEqual([["alice", "correct horse"]]);
+    const session = setCookie(response, "oauth2_session")!;
+    expect(session.value).toMatch(/^[A-Za-z0-9_-]+\.[A-Za-z0-9_-]{43}$/);
+    expect(session.attrs).toBe("; Path=/; HttpOnly; SameSite=Lax; Max-Age=3600; Secure");
+    expect(setCookie(response, "oauth2_session_login")!.attrs).toContain("Max-Age=0");
+
+    const user = await hook(get(session.pair), context(null));
+    expect(user).toEqual({ id: "u-1", name: "Alice" });
+    // The consent form posts back too; it is no login submission, so the session answers.
+    const consent = await hook(post(session.pair), context(new URLSearchParams({ decision: "allow", csrf: "c" })));
+    expect(consent).toEqual({ id: "u-1", name: "Alice" });
+  });
+
+  it("finds the session among other cookies and keeps a user without a name", async () => {
+    const { hook } = setup({ verify: () => ({ id: "u-2" }) });
+    const session = await signIn(hook);
+    expect(await hook(get(`theme=dark; ${session}; other="q"`), context(null))).toEqual({ id: "u-2" });
+  });
+
+  it("answers a wrong password with 401, a generic error, a fresh nonce and no session", async () => {
+    const { hook } = setup();
+    const { csrf, nonce } = await openLogin(hook);
+    const response = (await hook(post(nonce), context(loginForm(csrf, "hunter2-secret")))) as Response;
+    expect(response.status).toBe(401);
+    const html = await response.text();
+    expect(html).toContain(`role="alert"`);
+    expect(html).toContain("Wrong username or password");
+    expect(html).toContain(`value="alice"`);
+    expect(html).not.toContain("hunter2-secret");
+    expect(setCookie(response, "oauth2_session")).toBeUndefined();
+    const fresh = setCookie(response, "oauth2_session_login")!;
+    expect(fresh.pair).not.toBe(nonce);
+    expect(csrfOf(html)).not.toBe(csrf);
+    // The fresh pair works.
+    const retry = (await hook(post(fresh.pair), context(loginForm(csrfOf(html))))) as Response;
+    expect(retry.status).toBe(303);
+  });
+
+  it("answers an empty password as a wrong one, without calling verify", async () => {
+    const { hook, calls } = setup();
+    const { csrf, nonce } = await openLogin(hook);
+    const form = new URLSearchParams({ username: "alice", csrf });
+    const response = (await hook(post(nonce), context(form))) as Response;
+    expect(response.status).toBe(401);
+    expect(calls).toEqual([]);
+  });
+
+  describe("refuses a login POST without a matching CSRF token and nonce cookie", () => {
+    type Make = (
+      csrf: string,
+      nonce: string,
+      other: { csrf: string; nonce: string },
+    ) => [string | undefined, string | null];
+    const cases: [string, Make][] = [
+      ["no csrf field", (_csrf, nonce) => [nonce, null]],
+      ["a forged csrf", (csrf, nonce) => [nonce, csrf.slice(0, -1) + (csrf.endsWith("A") ? "B" : "A")]],
+      ["no nonce cookie (a cross-site POST)", (csrf) => [undefined, csrf]],
+      ["a nonce cookie of another session", (csrf, _nonce, other) => [other.nonce, csrf]],
+      ["the nonce itself as csrf", (_csrf, nonce) => [nonce, nonce.slice(nonce.indexOf("=") + 1)]],
+    ];
+    for (const [name, make] of cases) {
+      it(name, async () => {
+        const { hook, calls } = setup();
+        const { csrf, nonce } = await openLogin(hook);
+        const other = await openLogin(hook);
+        const [cookie, token] = make(csrf, nonce, other);
+        const response = (await hook(post(cookie), context(loginForm(token)))) as Response;
+        expect(response.status).toBe(403);
+        expect(await response.text()).toContain("expired");
+        expect(setCookie(response, "oauth2_session")).toBeUndefined();
+        expect(calls).toEqual([]);
+      });
+    }
+  });
+
+  it("ignores a tampered session cookie, in payload or signature", async () => {
+    const { hook } = setup();
+    const pair = await signIn(hook);
+    expect(await hook(get(pair), context(null))).toEqual({ id: "u-1", name: "Alice" });
+    const eq = pair.indexOf("=");
+    const dot = pair.indexOf(".");
+    const flip = (s: string, i: number): string => s.slice(0, i) + (s[i] === "A" ? "B" : "A") + s.slice(i + 1);
+    for (const i of [eq + 1, eq + 5, dot - 1, dot + 1, pair.length - 1]) {
+      const result = await hook(get(flip(pair, i)), context(null));
+      expect(result, `flipped index ${i}`).toBeInstanceOf(Response);
+    }
+    // Another user's payload with this signature.
+    const other = base64url(new TextEncoder().encode(JSON.stringify({ sub: "admin", exp: 9e9 })));
+    const forged = `oauth2_session=${other}${pair.slice(dot)}`;
+    expect(await hook(get(forged), context(null))).toBeInstanceOf(Response);
+  });
+
+  it("ignores a session signed with another secret", async () => {
+    const pair = await signIn(setup().hook);
+    const { hook } = setup({ secret: "another secret, also 32 bytes long!" });
+    expect(await hook(get(pair), context(null))).toBeInstanceOf(Response);
+  });
+
+  it("ignores an expired session", async () => {
+    const { hook, clock } = setup({ sessionTtl: 600 });
+    const pair = await signIn(hook);
+    clock.now += 599_000;
+    expect(await hook(get(pair), context(null))).toEqual({ id: "u-1", name: "Alice" });
+    clock.now += 1_000;
+    expect(await hook(get(pair), context(null))).toBeInstanceOf(Response);
+  });
+
+  it("never throws on garbage cookie headers", async () => {
+    const { hook } = setup();
+    const garbage = [
+      "",
+      ";;;",
+      "=",
+      "oauth2_session",
+      "oauth2_session=",
+      "oauth2_session=.",
+      "oauth2_session=...",
+      'oauth2_session="',
+      "oauth2_session=%%%.%%%",
+      "oauth2_session=!!!!.AAAA",
+      "oauth2_session=" + "A".repeat(5000) + "." + "B".repeat(43),
+      "oauth2_session=e30." + "A".repeat(43),
+      "oauth2_session_login=; oauth2_session=\u00ff\u00fe",
+      Array.from({ length: 500 }, (_, i) => `oauth2_session=${i}.x`).join("; "),
+    ];
+    for (const cookie of garbage) {
+      const result = await hook(get(cookie), context(null));
+      expect(result, cookie.slice(0, 40)).toBeInstanceOf(Response);
+      const login = await hook(post(cookie), context(loginForm("x")));
+      expect((login as Response).status).toBe(403);
+    }
+  });
+
+  it("keeps an existing nonce on GET, so two sign-in tabs both work", async () => {
+    const { hook } = setup();
+    const first = await openLogin(hook);
+    const second = (await hook(get(first.nonce), context(null))) as Response;
+    expect(setCookie(second, "oauth2_session_login")).toBeUndefined();
+    const csrf = csrfOf(await second.text());
+    const response = (await hook(post(first.nonce), context(loginForm(csrf)))) as Response;
+    expect(response.status).toBe(303);
+  });
+
+  it("re-authenticates when a login form is posted with a session", async () => {
+    const { hook } = setup();
+    const session = await signIn(hook);
+    const { csrf, nonce } = await openLogin(hook);
+    const response = (await hook(post(`${session}; ${nonce}`), context(loginForm(csrf, "wrong")))) as Response;
+    expect(response.status).toBe(401);
+  });
+
+  it("sets Secure by the request scheme unless told, and honours cookieName", async () => {
+    const local = setup();
+    const onHttp = (await local.hook(get(undefined, "http://localhost:8080/authorize?x=1"), context(null))) as Response;
+    expect(setCookie(onHttp, "oauth2_session_login")!.attrs).not.toContain("Secure");
+
+    const forced = setup({ secure: true, cookieName: "sid" });
+    const res = (await forced.hook(get(undefined, "http://localhost:8080/authorize"), context(null))) as Response;
+    expect(setCookie(res, "sid_login")!.attrs).toContain("Secure");
+
+    const off = setup({ secure: false });
+    expect(setCookie((await off.hook(get(), context(null))) as Response, "oauth2_session_login")!.attrs).not.toContain(
+      "Secure",
+    );
+  });
+
+  it("rejects a verify result without an id", async () => {
+    const { hook } = setup({ verify: () => ({ id: "" }) as EndUser });
+    const { csrf, nonce } = await openLogin(hook);
+    await expect(hook(post(nonce), context(loginForm(csrf)))).rejects.toThrow(TypeError);
+  });
+});
