@@ -7,6 +7,8 @@ import { ConfigurationError } from "./errors.ts";
 import { DEFAULT_FORM_LIMITS } from "./http.ts";
 import type { Storage } from "./storage/types.ts";
 import { memoryStorage } from "./storage/memory.ts";
+import { withTimeout } from "./storage/timeout.ts";
+import { memoryThrottle, type Throttle } from "./throttle.ts";
 
 /** The logged-in end user, as the authentication hook reports them. */
 export interface EndUser {
@@ -53,6 +55,16 @@ export interface AuthorizationServerOptions {
   issuer: string;
   /** Where clients, codes and tokens live. Default: a new {@link memoryStorage}. */
   storage?: Storage;
+  /**
+   * Deadline of each call to a given `storage`, in ms; past it the request fails with 503
+   * `temporarily_unavailable`. Default 5000. The default store (none given) never waits, so it gets no timers.
+   */
+  storageTimeout?: number;
+  /**
+   * Throttling of failed client authentications per address and per client_id at that address (429 with
+   * `Retry-After`). Default: {@link memoryThrottle} with its defaults; `false` switches it off.
+   */
+  throttle?: Throttle | false;
   /** The end-user authentication hook; without it the authorization endpoint answers 404. */
   authenticateUser?: AuthenticateUser;
   /** Every scope the server knows, with the description shown on the consent page. */
@@ -94,6 +106,7 @@ export interface ResolvedOptions {
   /** The issuer's path without a trailing slash; "" at the root. */
   basePath: string;
   storage: Storage;
+  throttle: Throttle | undefined;
   authenticateUser: AuthenticateUser | undefined;
   scopes: Map<string, string>;
   /** Lifetimes in milliseconds. */
@@ -121,9 +134,9 @@ function seconds(name: string, value: number | undefined, fallback: number): num
   return value * 1000;
 }
 
-function positive(name: string, value: number | undefined, fallback: number): number {
+function positive(name: string, value: number | undefined, fallback: number, prefix = "limits."): number {
   if (value === undefined) return fallback;
-  if (!Number.isInteger(value) || value <= 0) fail(`"limits.${name}" must be a positive whole number`);
+  if (!Number.isInteger(value) || value <= 0) fail(`"${prefix}${name}" must be a positive whole number`);
   return value;
 }
 
@@ -182,7 +195,10 @@ export function resolveOptions(options: AuthorizationServerOptions): ResolvedOpt
   return {
     issuer,
     basePath,
-    storage: options.storage ?? memoryStorage({ clock }),
+    storage: options.storage === undefined
+      ? memoryStorage({ clock })
+      : withTimeout(options.storage, positive("storageTimeout", options.storageTimeout, 5000, "")),
+    throttle: options.throttle === false ? undefined : options.throttle ?? memoryThrottle(),
     authenticateUser: options.authenticateUser,
     scopes,
     accessTokenTtl: seconds("accessToken", lifetimes.accessToken, 3600),

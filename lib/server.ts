@@ -17,8 +17,12 @@ import type { Storage } from "./storage/types.ts";
 export interface AuthorizationServer {
   /** The issuer identifier, normalised (no trailing slash). */
   readonly issuer: string;
-  /** The Web-standard handler; bound, so `Deno.serve(server.fetch)` works as it is. */
-  readonly fetch: (request: Request) => Promise<Response>;
+  /**
+   * The Web-standard handler; bound, so `Deno.serve(server.fetch)` and `Bun.serve({ fetch: server.fetch })`
+   * work as they are. The optional second argument is what those runtimes pass (Deno's handler info, Bun's
+   * server); the client's address is read from it for throttling.
+   */
+  readonly fetch: (request: Request, info?: unknown) => Promise<Response>;
   /** The same handler on the core's request shape, for adapters that avoid WHATWG objects (see `lib/http.ts`). */
   readonly handle: (request: HttpRequest) => Promise<HttpResponse>;
   /** Registers, reads, pauses and resumes clients. */
@@ -39,6 +43,19 @@ export interface AuthorizationServer {
   ): (request: Request) => Promise<Response>;
   /** The RFC 8414 metadata document. */
   metadata(): Record<string, unknown>;
+}
+
+/** The client's address from `Deno.serve`'s handler info or from Bun's server object, read structurally. */
+function remoteAddress(request: Request, info: unknown): string | undefined {
+  if (typeof info !== "object" || info === null) return undefined;
+  const remoteAddr = (info as { remoteAddr?: { hostname?: unknown } }).remoteAddr;
+  if (typeof remoteAddr?.hostname === "string") return remoteAddr.hostname;
+  const requestIP = (info as { requestIP?: unknown }).requestIP;
+  if (typeof requestIP === "function") {
+    const address = (requestIP.call(info, request) as { address?: unknown } | null)?.address;
+    if (typeof address === "string") return address;
+  }
+  return undefined;
 }
 
 /**
@@ -67,7 +84,7 @@ export function createAuthorizationServer(options: AuthorizationServerOptions): 
   return {
     issuer: context.issuer,
     handle,
-    fetch: async (request) => toResponse(await handle(fromRequest(request))),
+    fetch: async (request, info) => toResponse(await handle(fromRequest(request, remoteAddress(request, info)))),
     clients: clientRegistry(context),
     storage: context.storage,
     verifyAuthorization,

@@ -2,7 +2,7 @@
  * Test fixtures: a server with an injected clock and the spec's three client kinds, and helpers that drive
  * the flows through `server.fetch` only (no sockets, no internals), so the same files run on every runtime.
  */
-import { createAuthorizationServer, type AuthorizationServer, type AuthorizationServerOptions } from "../mod.ts";
+import { type AccessTokenInfo, createAuthorizationServer, type AuthorizationServer, type AuthorizationServerOptions } from "../mod.ts";
 import { base64url } from "../lib/crypto.ts";
 import type { MemoryStorage } from "../lib/storage/memory.ts";
 import { memoryStorage } from "../lib/storage/memory.ts";
@@ -10,8 +10,8 @@ import { memoryStorage } from "../lib/storage/memory.ts";
 export const ISSUER = "https://auth.example.com";
 export const REDIRECT = "https://app.example.com/callback";
 export const OTHER_REDIRECT = "https://app.example.com/other";
-export const TOKEN_URL = `${ISSUER}/index.php?module=OAuth2&action=token`;
-export const AUTHORIZE_URL = `${ISSUER}/index.php?module=OAuth2&action=authorize`;
+export const TOKEN_URL: string = `${ISSUER}/index.php?module=OAuth2&action=token`;
+export const AUTHORIZE_URL: string = `${ISSUER}/index.php?module=OAuth2&action=authorize`;
 export const SECRETS = {
   web: "web-secret-0123456789abcdef",
   backend: "backend-secret-0123456789abcdef",
@@ -163,6 +163,6 @@ export async function errorOf(response: Response): Promise<{ status: number; err
 }
 
 /** Calls the resource guard with a Bearer token. */
-export function bearer(server: AuthorizationServer, token: string, scope?: string) {
+export function bearer(server: AuthorizationServer, token: string, scope?: string): Promise<AccessTokenInfo> {
   return server.verifyAccessToken(new Request(`${ISSUER}/api`, { headers: { authorization: `Bearer ${token}` } }), scope);
 }

@@ -8,6 +8,7 @@ import { OAuthError } from "../errors.ts";
 import type { HttpRequest } from "../http.ts";
 import type { ServerContext } from "../options.ts";
 import type { ClientRecord } from "../storage/types.ts";
+import type { Throttle } from "../throttle.ts";
 import { type PresentedCredentials, readBasic } from "./client_secret_basic.ts";
 import { readForm } from "./client_secret_post.ts";
 
@@ -49,21 +50,48 @@ export async function authenticateClient(
     if (!presented) throw new OAuthError("invalid_request", { description: "The client_id parameter is required" });
   }
 
+  const { throttle } = context;
+  const keys = throttle ? throttleKeys(presented.client_id, request.remoteAddress) : undefined;
+  if (throttle && keys) await refuseIfThrottled(throttle, keys, context.clock());
   const client = await context.storage.getClient(presented.client_id);
+  const ok = await verify(client, presented);
+  if (!ok || !client) {
+    if (throttle && keys) {
+      const now = context.clock();
+      for (const key of keys) await throttle.fail(key, now);
+    }
+    throw denied("Client authentication failed");
+  }
+  return { client, method: client.type === "public" ? "none" : presented.method };
+}
+
+/** Whether the presented credentials authenticate the client. */
+async function verify(client: ClientRecord | null, presented: PresentedCredentials): Promise<boolean> {
   if (!client || !client.active) {
     // Hash anyway, so an unknown client_id costs the same time as a wrong secret.
     if (presented.client_secret !== undefined) await sha256(presented.client_secret);
-    throw denied("Client authentication failed");
+    return false;
   }
-  if (client.type === "public") {
-    if (presented.method !== "none") throw denied("Client authentication failed");
-    return { client, method: "none" };
+  if (client.type === "public") return presented.method === "none";
+  if (presented.client_secret === undefined || client.secret_hash === undefined) return false;
+  return timingSafeEqual(await sha256(presented.client_secret), client.secret_hash);
+}
+
+function throttleKeys(clientId: string, address: string | undefined): string[] {
+  const at = address ?? "unknown";
+  return address === undefined ? [`client:${clientId}@${at}`] : [`addr:${address}`, `client:${clientId}@${at}`];
+}
+
+async function refuseIfThrottled(throttle: Throttle, keys: string[], now: number): Promise<void> {
+  let wait = 0;
+  for (const key of keys) {
+    const result = throttle.retryAfter(key, now);
+    wait = Math.max(wait, typeof result === "number" ? result : await result);
   }
-  if (presented.client_secret === undefined || client.secret_hash === undefined) {
-    throw denied("Client authentication failed");
+  if (wait > 0) {
+    throw new OAuthError("slow_down", {
+      description: "Too many failed client authentications; try again later",
+      headers: { "retry-after": String(Math.ceil(wait / 1000)) },
+    });
   }
-  if (!timingSafeEqual(await sha256(presented.client_secret), client.secret_hash)) {
-    throw denied("Client authentication failed");
-  }
-  return { client, method: presented.method };
 }

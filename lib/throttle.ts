@@ -1,0 +1,85 @@
+/**
+ * Throttling of failed client authentications: after too many failures a key must wait (429, `Retry-After`).
+ *
+ * Keys are per address and per client_id at that address. There is deliberately no lock per client_id alone:
+ * that would let anyone lock a real client out by sending wrong secrets under its name.
+ *
+ * @module
+ */
+
+/** Where throttling state lives; swap in a shared store when several processes serve one issuer. */
+export interface Throttle {
+  /** Milliseconds until `key` may try again; 0 when it may try now. */
+  retryAfter(key: string, now: number): number | Promise<number>;
+  /** Records one failed attempt under `key`. */
+  fail(key: string, now: number): void | Promise<void>;
+}
+
+/** Options of {@link memoryThrottle}. */
+export interface MemoryThrottleOptions {
+  /** Failures within `windowSeconds` that trigger a block. Default 10. */
+  maxFailures?: number;
+  /** Default 60. */
+  windowSeconds?: number;
+  /** How long the first block lasts; each later one doubles, up to an hour. Default 30. */
+  blockSeconds?: number;
+  /** Most keys remembered; the oldest are forgotten first. Default 100 000. */
+  maxKeys?: number;
+}
+
+interface Entry {
+  failures: number;
+  windowStart: number;
+  lastFailure: number;
+  blockedUntil: number;
+  /** Blocks so far; each one lasts twice as long as the one before. */
+  strikes: number;
+}
+
+/**
+ * The in-memory {@link Throttle}: `maxFailures` within a window trigger a block; after that, every further
+ * failure blocks again for twice as long, until the key has been quiet for a window plus its last block.
+ *
+ * @example
+ * ```ts
+ * createAuthorizationServer({ ...options, throttle: memoryThrottle({ maxFailures: 5 }) });
+ * ```
+ */
+export function memoryThrottle(options: MemoryThrottleOptions = {}): Throttle {
+  const max = options.maxFailures ?? 10;
+  const window = (options.windowSeconds ?? 60) * 1000;
+  const baseBlock = (options.blockSeconds ?? 30) * 1000;
+  const maxKeys = options.maxKeys ?? 100_000;
+  const entries = new Map<string, Entry>();
+  const blockFor = (strikes: number) => Math.min(baseBlock * 2 ** (strikes - 1), 3_600_000);
+  return {
+    retryAfter(key, now) {
+      const entry = entries.get(key);
+      return entry && entry.blockedUntil > now ? entry.blockedUntil - now : 0;
+    },
+    fail(key, now) {
+      let entry = entries.get(key);
+      const quiet = entry && now - entry.lastFailure > window + (entry.strikes ? blockFor(entry.strikes) : 0);
+      if (!entry || quiet) {
+        if (!entry && entries.size >= maxKeys) {
+          // Forget the oldest key; Map iteration follows insertion order.
+          entries.delete(entries.keys().next().value!);
+        }
+        entry = { failures: 0, windowStart: now, lastFailure: now, blockedUntil: 0, strikes: 0 };
+        entries.delete(key);
+        entries.set(key, entry);
+      }
+      if (now - entry.windowStart > window && entry.strikes === 0) {
+        entry.failures = 0;
+        entry.windowStart = now;
+      }
+      entry.lastFailure = now;
+      entry.failures++;
+      // Once blocked, a single further failure blocks again: the attacker gets one guess per block.
+      if (entry.failures >= max || entry.strikes > 0) {
+        entry.strikes++;
+        entry.blockedUntil = now + blockFor(entry.strikes);
+      }
+    },
+  };
+}
