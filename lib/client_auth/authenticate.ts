@@ -18,6 +18,14 @@ export interface AuthenticatedClient {
   method: PresentedCredentials["method"];
 }
 
+/** `invalid_client`, with the Basic challenge that RFC 6749 §5.2 and RFC 9110 §15.5.2 call for. */
+export function clientAuthFailed(description: string, context: ServerContext): OAuthError {
+  return new OAuthError("invalid_client", {
+    description,
+    headers: { "www-authenticate": `Basic realm="${context.issuer}", charset="UTF-8"` },
+  });
+}
+
 /**
  * Authenticates the client of a request, or throws `invalid_client` (401 with a Basic challenge: RFC 6749 §5.2
  * requires it when Basic was used, and RFC 9110 requires a challenge on every 401) or `invalid_request`.
@@ -27,8 +35,7 @@ export async function authenticateClient(
   form: Map<string, string>,
   context: ServerContext,
 ): Promise<AuthenticatedClient> {
-  const challenge = { "www-authenticate": `Basic realm="${context.issuer}", charset="UTF-8"` };
-  const denied = (description: string) => new OAuthError("invalid_client", { description, headers: challenge });
+  const denied = (description: string) => clientAuthFailed(description, context);
 
   let presented: PresentedCredentials | null;
   try {

@@ -3,7 +3,7 @@
  *
  * @module
  */
-import { authenticateClient } from "../client_auth/authenticate.ts";
+import { authenticateClient, clientAuthFailed } from "../client_auth/authenticate.ts";
 import { sha256 } from "../crypto.ts";
 import { OAuthError } from "../errors.ts";
 import { type HttpRequest, type HttpResponse, jsonResponse } from "../http.ts";
@@ -16,10 +16,7 @@ export async function introspectEndpoint(request: HttpRequest, context: ServerCo
   const form = await readPostedForm(request, context);
   const { method } = await authenticateClient(request, form, context);
   if (method === "none") {
-    throw new OAuthError("invalid_client", {
-      description: "Introspection requires client authentication",
-      headers: { "www-authenticate": `Basic realm="${context.issuer}", charset="UTF-8"` },
-    });
+    throw clientAuthFailed("Introspection requires client authentication", context);
   }
   const token = form.get("token");
   if (token === undefined) throw new OAuthError("invalid_request", { description: "The token parameter is required" });

@@ -3,7 +3,7 @@
  *
  * @module
  */
-import { authenticateClient } from "../client_auth/authenticate.ts";
+import { authenticateClient, clientAuthFailed } from "../client_auth/authenticate.ts";
 import { OAuthError } from "../errors.ts";
 import { authorizationCode } from "../grants/authorization_code.ts";
 import { clientCredentials } from "../grants/client_credentials.ts";
@@ -33,10 +33,7 @@ export async function tokenEndpoint(request: HttpRequest, context: ServerContext
   }
   const { client, method } = await authenticateClient(request, form, context);
   if (grant.confidentialOnly && method === "none") {
-    throw new OAuthError("invalid_client", {
-      description: "This grant requires client authentication",
-      headers: { "www-authenticate": `Basic realm="${context.issuer}", charset="UTF-8"` },
-    });
+    throw clientAuthFailed("This grant requires client authentication", context);
   }
   if (!client.grant_types.includes(grantType as never)) {
     throw new OAuthError("unauthorized_client", { description: "The client may not use this grant type" });
