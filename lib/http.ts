@@ -60,7 +60,7 @@ export function redirectResponse(location: string, status = 302): HttpResponse {
 export function parseForm(text: string, limits: FormLimits = DEFAULT_FORM_LIMITS): Map<string, string> {
   const { params, repeated } = readParams(text, limits);
   if (repeated !== undefined) {
-    throw new OAuthError("invalid_request", { description: `Parameter "${printable(repeated)}" is repeated` });
+    throw new OAuthError("invalid_request", { description: `The ${printable(repeated)} parameter is repeated` });
   }
   return params;
 }
@@ -127,10 +127,13 @@ export function isFormContentType(value: string | null): boolean {
   return type === "application/x-www-form-urlencoded";
 }
 
-/** A name cut short and stripped of control characters, safe to echo in a description. */
+/**
+ * A client-supplied name made safe to echo in an `error_description`: cut short, and every character outside
+ * the set RFC 6749 §5.2 allows there (%x20-21 / %x23-5B / %x5D-7E: no quote, no backslash, no non-ASCII)
+ * replaced by `?`.
+ */
 export function printable(value: string): string {
-  // deno-lint-ignore no-control-regex
-  const clean = value.replace(/[\x00-\x1f\x7f"\\]/g, "?");
+  const clean = value.replace(/[^\x20\x21\x23-\x5b\x5d-\x7e]/g, "?");
   return clean.length > 40 ? clean.slice(0, 40) + "..." : clean;
 }
 

@@ -10,7 +10,7 @@ import { metadataEndpoint } from "./endpoints/metadata.ts";
 import { revokeEndpoint } from "./endpoints/revoke.ts";
 import { tokenEndpoint } from "./endpoints/token.ts";
 import { OAuthError } from "./errors.ts";
-import { type HttpRequest, type HttpResponse, jsonResponse, pathOf, queryOf, redirectResponse } from "./http.ts";
+import { type HttpRequest, type HttpResponse, jsonResponse, pathOf, printable, queryOf, redirectResponse } from "./http.ts";
 import type { ServerContext } from "./options.ts";
 
 type Handler = (request: HttpRequest, context: ServerContext) => Promise<HttpResponse> | HttpResponse;
@@ -56,7 +56,7 @@ export function createRouter(context: ServerContext): (request: HttpRequest) => 
     if (handler === undefined) {
       const allow = Object.keys(endpoint.methods).join(", ");
       return render(new OAuthError("invalid_request", {
-        description: `Method ${request.method.slice(0, 16)} is not allowed here`,
+        description: `Method ${printable(request.method)} is not allowed here`,
         status: 405,
         headers: { allow },
       }), endpoint, request, context);

@@ -130,3 +130,18 @@ describe("introspection (RFC 7662)", () => {
     expect((await response.json()).error).toBe("invalid_client");
   });
 });
+
+test("error descriptions stay inside RFC 6749 §5.2's character set, whatever the client sent", async () => {
+  const { server } = await fixture();
+  const allowed = /^[\x20\x21\x23-\x5b\x5d-\x7e]*$/;
+  const bodies = [
+    "grant_type=%C3%A9%22x%5C",
+    "grant_type=client_credentials&grant_type=client_credentials",
+    "grant_type=client_credentials&%E2%98%83%22=1&%E2%98%83%22=2",
+  ];
+  for (const body of bodies) {
+    const response = await server.fetch(new Request(`${ISSUER}/token`, { method: "POST", headers: { "content-type": "application/x-www-form-urlencoded" }, body }));
+    const json = await response.json();
+    expect(json.error_description).toMatch(allowed);
+  }
+});

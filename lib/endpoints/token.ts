@@ -29,7 +29,7 @@ export async function tokenEndpoint(request: HttpRequest, context: ServerContext
   }
   const grant = GRANTS[grantType];
   if (grant === undefined) {
-    throw new OAuthError("unsupported_grant_type", { description: `Grant type "${printable(grantType)}" is not supported` });
+    throw new OAuthError("unsupported_grant_type", { description: `The grant type ${printable(grantType)} is not supported` });
   }
   const { client, method } = await authenticateClient(request, form, context);
   if (grant.confidentialOnly && method === "none") {

@@ -1,0 +1,46 @@
+/**
+ * What a case is, and how it ends early: `fail` and `skip` throw an {@link Outcome} that the runner turns
+ * into a result.
+ *
+ * @module
+ */
+import type { Reply } from "./http.ts";
+import type { Area, Cell, Exchange, Level } from "./types.ts";
+import type { CaseContext } from "./context.ts";
+
+/** One conformance case. */
+export interface CaseDef {
+  /** Stable id, e.g. `SEC-CODE-REPLAY`. */
+  id: string;
+  title: string;
+  area: Area;
+  /** The rule checked: spec section or table cell, or RFC and section. */
+  ref: string;
+  level: Level;
+  /** The body-field table cells (spec §4.2) this case exercises. */
+  cells?: Cell[];
+  /** Runs the case; returns normally to pass (optionally with a note), or calls `ctx.fail` / `ctx.skip`. */
+  run(ctx: CaseContext): Promise<void | string>;
+}
+
+/** Evidence as cases give it: an exchange, a reply, or several. */
+export type Evidence = Exchange | Reply | undefined | (Exchange | Reply | undefined)[];
+
+/** Ends a case early with a verdict. */
+export class Outcome extends Error {
+  readonly verdict: "FAIL" | "SKIP";
+  readonly evidence: Exchange[];
+
+  constructor(verdict: "FAIL" | "SKIP", message: string, evidence: Exchange[] = []) {
+    super(message);
+    this.name = "Outcome";
+    this.verdict = verdict;
+    this.evidence = evidence;
+  }
+}
+
+/** Flattens evidence into exchanges. */
+export function exchanges(evidence: Evidence): Exchange[] {
+  const list = Array.isArray(evidence) ? evidence : [evidence];
+  return list.flatMap((e) => e === undefined ? [] : "exchange" in e ? [e.exchange] : [e]);
+}

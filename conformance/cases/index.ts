@@ -1,0 +1,30 @@
+/**
+ * Every case of the suite, in report order.
+ *
+ * @module
+ */
+import type { CaseDef } from "../case.ts";
+import { cases as authorize } from "./authorize.ts";
+import { cases as authorizeRedirect } from "./authorize_redirect.ts";
+import { cases as bearer } from "./bearer.ts";
+import { cases as response } from "./response.ts";
+import { cases as securityCode } from "./security_code.ts";
+import { cases as securityRefresh } from "./security_refresh.ts";
+import { cases as token } from "./token.ts";
+import { cases as tokenAuthorizationCode } from "./token_authorization_code.ts";
+import { cases as tokenClientCredentials } from "./token_client_credentials.ts";
+import { cases as tokenRefresh } from "./token_refresh.ts";
+
+/** All cases, grouped by area. */
+export const ALL_CASES: readonly CaseDef[] = [
+  ...authorize,
+  ...authorizeRedirect,
+  ...token,
+  ...tokenAuthorizationCode,
+  ...tokenRefresh,
+  ...tokenClientCredentials,
+  ...response,
+  ...bearer,
+  ...securityCode,
+  ...securityRefresh,
+];

@@ -1,0 +1,179 @@
+/**
+ * The command line: `npx tsx conformance/cli.ts --target target.json` (or `deno run -A conformance/cli.ts`).
+ * The only file of the suite that touches the runtime (arguments, files, child processes, exit code); it uses
+ * `node:` modules, which Node, Deno and Bun all provide.
+ *
+ * Exit codes: 0 every MUST case passed; 1 a MUST case failed; 2 bad usage, target or module.
+ *
+ * @module
+ */
+import { type ChildProcess, spawn } from "node:child_process";
+import { readFile, writeFile } from "node:fs/promises";
+import { resolve } from "node:path";
+import process from "node:process";
+import { pathToFileURL } from "node:url";
+import {
+  ALL_CASES,
+  casesMarkdown,
+  casesText,
+  type ConformanceOptions,
+  formatJson,
+  formatText,
+  loadDriver,
+  loadFetchModule,
+  parseTarget,
+  runConformance,
+} from "./mod.ts";
+
+const USAGE = `Usage: npx tsx conformance/cli.ts --target FILE [options]
+
+Runs the OAuth 2.0 conformance suite against the server a target file describes.
+
+Options:
+  --target FILE      The target description (JSON). Required.
+  --base-url URL     Use this base URL instead of the file's base_url.
+  --serve COMMAND    Start the server with COMMAND first; the first http(s) URL it prints on stdout
+                     (e.g. "listening on http://127.0.0.1:PORT") becomes the base URL. Stopped at the end.
+  --module MODULE    In-process mode: import MODULE and call its fetch handler, with no socket.
+  --driver MODULE    Approve with a custom driver module exporting approve(authorizeUrl, { deny, fetch }).
+  --only PATTERNS    Comma-separated case ids, * as a wildcard (e.g. "SEC-*,AUTHZ-STATE-PASSTHROUGH").
+  --json FILE        Also write the report as JSON to FILE.
+  --timeout MS       Time limit of one case in milliseconds (default 20000).
+  --verbose          Show every exchange of every case, and notes of passing cases.
+  --list             List the cases and exit (--markdown: as the README's table).
+  --help             Show this help.
+
+Exit codes: 0 every MUST case passed, 1 a MUST case failed, 2 bad usage, target or module.`;
+
+const FLAGS = new Set(["target", "base-url", "serve", "module", "driver", "only", "json", "timeout"]);
+const SWITCHES = new Set(["verbose", "list", "markdown", "help"]);
+
+class UsageError extends Error {}
+
+function parseArgs(argv: string[]): Map<string, string> {
+  const args = new Map<string, string>();
+  for (let i = 0; i < argv.length; i++) {
+    const arg = argv[i]!;
+    const m = /^--([a-z-]+)(?:=(.*))?$/.exec(arg);
+    if (!m) throw new UsageError(`Unexpected argument "${arg}"`);
+    const name = m[1]!;
+    if (SWITCHES.has(name)) args.set(name, "true");
+    else if (FLAGS.has(name)) {
+      const value = m[2] ?? argv[++i];
+      if (value === undefined) throw new UsageError(`--${name} needs a value`);
+      args.set(name, value);
+    } else throw new UsageError(`Unknown option --${name}`);
+  }
+  return args;
+}
+
+/** A file path becomes a file URL; anything else (a package name, a URL) is imported as it is. */
+function specifier(value: string): string {
+  if (/^[a-z][a-z0-9+.-]+:/i.test(value) && !/^[a-z]:[\\/]/i.test(value)) return value;
+  return /^(\.{0,2}[\\/]|[a-z]:[\\/])/i.test(value) || /\.[cm]?[jt]sx?$/.test(value) ? pathToFileURL(resolve(value)).href : value;
+}
+
+interface Server {
+  url: string;
+  stop(): Promise<void>;
+}
+
+/** Starts the server command and waits for the first http(s) URL it prints. */
+function startServer(command: string, verbose: boolean): Promise<Server> {
+  const detached = process.platform !== "win32";
+  const child: ChildProcess = spawn(command, { shell: true, stdio: ["ignore", "pipe", "inherit"], detached });
+  const stop = async () => {
+    if (child.exitCode !== null || child.signalCode !== null) return;
+    const exited = new Promise<void>((done) => child.once("exit", () => done()));
+    try {
+      // The whole process group: a shell and whatever it started.
+      if (detached && child.pid !== undefined) process.kill(-child.pid, "SIGTERM");
+      else child.kill("SIGTERM");
+    } catch {
+      child.kill("SIGTERM");
+    }
+    await Promise.race([exited, new Promise((done) => setTimeout(done, 3000))]);
+  };
+  return new Promise((resolveServer, reject) => {
+    let seen = "";
+    let found = false;
+    const timer = setTimeout(() => {
+      void stop();
+      reject(new UsageError(`--serve: no URL printed within 30 s by: ${command}`));
+    }, 30_000);
+    child.once("exit", (code) => {
+      clearTimeout(timer);
+      reject(new UsageError(`--serve: the server exited (code ${code}) before printing its URL: ${command}`));
+    });
+    child.stdout!.setEncoding("utf8");
+    child.stdout!.on("data", (chunk: string) => {
+      if (verbose) process.stderr.write(chunk);
+      if (found) return;
+      seen += chunk;
+      const m = /https?:\/\/[^\s"'<>]+/.exec(seen);
+      if (m) {
+        clearTimeout(timer);
+        child.removeAllListeners("exit");
+        found = true;
+        resolveServer({ url: m[0].replace(/[.,;)]+$/, ""), stop });
+      }
+    });
+  });
+}
+
+async function main(argv: string[]): Promise<number> {
+  const args = parseArgs(argv);
+  if (args.has("help")) {
+    console.log(USAGE);
+    return 0;
+  }
+  if (args.has("list")) {
+    console.log(args.has("markdown") ? casesMarkdown(ALL_CASES) : casesText(ALL_CASES));
+    return 0;
+  }
+  const targetPath = args.get("target");
+  if (targetPath === undefined) throw new UsageError("--target FILE is required");
+  let json: unknown;
+  try {
+    json = JSON.parse(await readFile(targetPath, "utf8"));
+  } catch (error) {
+    throw new UsageError(`Cannot read target "${targetPath}": ${(error as Error).message}`);
+  }
+  const verbose = args.has("verbose");
+  const serve = args.get("serve");
+  const server = serve === undefined ? undefined : await startServer(serve, verbose);
+  try {
+    const baseUrl = args.get("base-url") ?? server?.url;
+    const target = parseTarget(json, {
+      ...(baseUrl === undefined ? {} : { base_url: baseUrl }),
+      location: pathToFileURL(resolve(targetPath)),
+    });
+    const options: ConformanceOptions = { trace: verbose };
+    const driver = args.get("driver");
+    if (driver !== undefined) options.driver = await loadDriver(specifier(driver));
+    const module = args.get("module");
+    if (module !== undefined) options.fetch = await loadFetchModule(specifier(module));
+    const only = args.get("only");
+    if (only !== undefined) options.only = only;
+    const timeout = args.get("timeout");
+    if (timeout !== undefined) {
+      if (!/^\d+$/.test(timeout)) throw new UsageError(`--timeout must be a number of milliseconds: "${timeout}"`);
+      options.timeoutMs = Number(timeout);
+    }
+    const report = await runConformance(target, options);
+    console.log(formatText(report, { verbose }));
+    const jsonFile = args.get("json");
+    if (jsonFile !== undefined) await writeFile(jsonFile, formatJson(report) + "\n");
+    return report.summary.failed > 0 ? 1 : 0;
+  } finally {
+    await server?.stop();
+  }
+}
+
+const code = await main(process.argv.slice(2)).catch((error: unknown) => {
+  console.error(error instanceof Error ? error.message : error);
+  if (error instanceof UsageError) console.error("\nRun with --help for usage.");
+  return 2;
+});
+// Exit once stdout is flushed: idle keep-alive sockets to the server must not hold the process open.
+process.stdout.write("", () => process.exit(code));

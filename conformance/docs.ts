@@ -1,0 +1,32 @@
+/**
+ * The README's case table, generated from the cases so that it cannot drift: a test compares it with the
+ * README, and `npx tsx conformance/cli.ts --list --markdown` prints it.
+ *
+ * @module
+ */
+import type { CaseDef } from "./case.ts";
+import { AREAS, COLUMNS } from "./types.ts";
+
+const escape = (s: string) => s.replace(/\|/g, "\\|");
+
+/** The case table in Markdown: one section per area, one row per case. */
+export function casesMarkdown(cases: readonly CaseDef[]): string {
+  const out: string[] = [];
+  for (const [area, title] of Object.entries(AREAS)) {
+    const list = cases.filter((c) => c.area === area);
+    if (list.length === 0) continue;
+    out.push(`### ${title}`, "", "| Case | Level | Checks | Reference | Table cells |", "|---|---|---|---|---|");
+    for (const c of list) {
+      const cells = (c.cells ?? []).map((cell) => `${cell.row} × ${cell.column}`).join(", ");
+      out.push(`| \`${c.id}\` | ${c.level} | ${escape(c.title)} | ${escape(c.ref)} | ${cells} |`);
+    }
+    out.push("");
+  }
+  out.push(`Columns: ${Object.entries(COLUMNS).map(([id, name]) => `${id} = ${name}`).join("; ")}.`);
+  return out.join("\n");
+}
+
+/** The case list as plain text, one case a line. */
+export function casesText(cases: readonly CaseDef[]): string {
+  return cases.map((c) => `${c.id.padEnd(40)} ${c.level.padEnd(6)} ${c.title}`).join("\n");
+}

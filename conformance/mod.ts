@@ -1,0 +1,88 @@
+/**
+ * A black-box conformance suite for OAuth 2.0 authorization servers: the spec's body-field table, the
+ * authorization endpoint, the token response, Bearer usage, and the observable MUSTs of RFC 6749, 6750, 7636,
+ * 9207 and 9700. It speaks HTTP through an injectable `fetch` and uses Web APIs only.
+ *
+ * @example
+ * ```ts
+ * import { formatText, parseTarget, runConformance } from "./conformance/mod.ts";
+ * const report = await runConformance(parseTarget(JSON.parse(text)));
+ * console.log(formatText(report));
+ * ```
+ *
+ * @module
+ */
+import type { CaseDef } from "./case.ts";
+import { ALL_CASES } from "./cases/index.ts";
+import { loadDriver } from "./drivers/custom.ts";
+import type { ApprovalDriver } from "./drivers/driver.ts";
+import { htmlFormDriver } from "./drivers/html_form.ts";
+import type { FetchLike } from "./http.ts";
+import { buildReport, type Report } from "./report.ts";
+import { runCases, selectCases } from "./runner.ts";
+import { parseTarget, type Target } from "./target.ts";
+import type { CaseResult } from "./types.ts";
+
+export type { CaseDef } from "./case.ts";
+export type { CaseContext } from "./context.ts";
+export { ALL_CASES } from "./cases/index.ts";
+export { BODY_FIELDS } from "./cases/body_fields.ts";
+export { driverFromModule, fetchFromModule, loadDriver, loadFetchModule } from "./drivers/custom.ts";
+export { type ApprovalDriver, type ApproveOptions, DriverError, isRedirectTo } from "./drivers/driver.ts";
+export { htmlFormDriver, type HtmlFormDriverOptions } from "./drivers/html_form.ts";
+export type { FetchLike } from "./http.ts";
+export { casesMarkdown, casesText } from "./docs.ts";
+export {
+  buildMatrix,
+  formatJson,
+  formatMatrix,
+  formatText,
+  type MatrixCell,
+  type Report,
+  type Summary,
+} from "./report.ts";
+export { selectCases } from "./runner.ts";
+export { parseTarget, type Target, TargetError } from "./target.ts";
+export type { Area, CaseResult, Cell, Column, Exchange, Level, Row, Verdict } from "./types.ts";
+
+/** Options of {@link runConformance}. */
+export interface ConformanceOptions {
+  /** How requests reach the server. Default: the global `fetch` (real HTTP). */
+  fetch?: FetchLike;
+  /** How the end user approves. Default: from the target's `approval`. */
+  driver?: ApprovalDriver;
+  /** Comma-separated id patterns (`*` wildcard); default every case. */
+  only?: string;
+  /** The cases to choose from. Default {@link ALL_CASES}. */
+  cases?: readonly CaseDef[];
+  /** Milliseconds per case. Default 20 000. */
+  timeoutMs?: number;
+  /** Keep every exchange of every case. */
+  trace?: boolean;
+  /** Called as each case finishes. */
+  onResult?: (result: CaseResult) => void;
+}
+
+/** The driver a target's `approval` describes. */
+export async function driverFor(target: Target): Promise<ApprovalDriver> {
+  const a = target.approval;
+  return a.driver === "html_form" ? htmlFormDriver({ username: a.username, password: a.password }) : await loadDriver(a.module);
+}
+
+/**
+ * Runs the suite against a target (a parsed {@link Target} or the raw JSON object, which is checked).
+ * Never throws for a failing server: failures are results. Throws only for a bad target or options.
+ */
+export async function runConformance(target: Target | unknown, options: ConformanceOptions = {}): Promise<Report> {
+  const started = new Date();
+  const checked = parseTarget(target);
+  const cases = selectCases(options.cases ?? ALL_CASES, options.only);
+  const fetch: FetchLike = options.fetch ?? ((request) => globalThis.fetch(request));
+  const driver = options.driver ?? await driverFor(checked);
+  const run: Parameters<typeof runCases>[2] = { fetch, driver };
+  if (options.timeoutMs !== undefined) run.timeoutMs = options.timeoutMs;
+  if (options.trace !== undefined) run.trace = options.trace;
+  if (options.onResult !== undefined) run.onResult = options.onResult;
+  const results = await runCases(cases, checked, run);
+  return buildReport(checked, results, started);
+}

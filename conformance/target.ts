@@ -1,0 +1,283 @@
+/**
+ * The target description: everything the suite knows about the server under test, read from a JSON file.
+ * The suite learns nothing else about the server; see README.md "Target format".
+ *
+ * @module
+ */
+
+/** A client the target registered for one role. */
+export interface ClientRole {
+  client_id: string;
+  /** Confidential clients only. */
+  client_secret?: string;
+  /** Authorization code clients only: the one registered redirect URI. */
+  redirect_uri?: string;
+  /** The one scope the suite asks for; the client must be allowed it. */
+  scope: string;
+  /** Another scope the client is allowed, for the "two scopes" and "no widening on refresh" cases. */
+  extra_scope?: string;
+}
+
+/** A client role with the fields the authorization code flow needs. */
+export type CodeClient = ClientRole & { redirect_uri: string };
+/** A client role with a secret. */
+export type SecretClient = ClientRole & { client_secret: string };
+
+/** The client roles a target names. */
+export interface TargetClients {
+  /** Public client: authorization_code + refresh_token, PKCE. */
+  public: CodeClient;
+  /** Confidential client: authorization_code + refresh_token, with a secret. */
+  confidential: CodeClient & SecretClient;
+  /** Confidential client for client_credentials, NOT configured to receive refresh tokens. */
+  client_credentials: SecretClient;
+  /** Optional: a client_credentials client configured to receive refresh tokens. */
+  client_credentials_refresh?: SecretClient;
+  /** A second client for cross-client checks (a secret only if it is confidential). */
+  second: { client_id: string; client_secret?: string };
+}
+
+/** A name of a role that can obtain an access token. */
+export type TokenRole = "public" | "confidential" | "client_credentials";
+
+/** The protected resource used for the Bearer checks. */
+export interface ResourceTarget {
+  url: string;
+  /** The role whose token the suite presents. Default "client_credentials". */
+  client: TokenRole;
+  /** The scope to ask that role for. Default: the role's scope. */
+  scope: string;
+  /** Optional: a role and scope whose token must NOT be enough (403 insufficient_scope). */
+  insufficient?: { client: TokenRole; scope: string };
+}
+
+/** How the end user's approval is obtained. */
+export type ApprovalConfig =
+  | { driver: "html_form"; username: string; password: string; deny: boolean }
+  | { driver: "module"; module: string; deny: boolean };
+
+/** A checked target, every URL absolute. */
+export interface Target {
+  name: string;
+  base_url: string;
+  /** Expected `iss` of authorization responses (RFC 9207). Default: base_url. */
+  issuer: string;
+  authorize_url: string;
+  token_url: string;
+  resource?: ResourceTarget;
+  clients: TargetClients;
+  /** A scope the server knows but that none of the clients is allowed. */
+  forbidden_scope: string;
+  approval: ApprovalConfig;
+}
+
+/** Options of {@link parseTarget}. */
+export interface ParseTargetOptions {
+  /** Replaces the file's base_url (the CLI's `--base-url`, or the address of a server it started). */
+  base_url?: string;
+  /** Where the file was read from; a relative driver module path is resolved against it. */
+  location?: string | URL;
+}
+
+/** Thrown for an invalid target file; the message lists every problem found. */
+export class TargetError extends Error {
+  readonly problems: string[];
+  constructor(problems: string[]) {
+    super(`Invalid target:\n  - ${problems.join("\n  - ")}`);
+    this.name = "TargetError";
+    this.problems = problems;
+  }
+}
+
+/** The spec's addresses (§4.1, §4.2), relative to base_url. */
+export const DEFAULT_PATHS = {
+  authorize_url: "index.php?module=OAuth2&action=authorize",
+  token_url: "index.php?module=OAuth2&action=token",
+} as const;
+
+/** A scope token (RFC 6749 §3.3). */
+const SCOPE_TOKEN = /^[\x21\x23-\x5b\x5d-\x7e]+$/;
+type Obj = Record<string, unknown>;
+const isObj = (v: unknown): v is Obj => typeof v === "object" && v !== null && !Array.isArray(v);
+
+/**
+ * Checks a parsed target file and fills in defaults. Throws {@link TargetError} naming every bad field.
+ *
+ * @example
+ * ```ts
+ * const target = parseTarget(JSON.parse(text), { base_url: "http://127.0.0.1:8080" });
+ * ```
+ */
+export function parseTarget(input: unknown, options: ParseTargetOptions = {}): Target {
+  const problems: string[] = [];
+  const bad = (path: string, message: string, value?: unknown): undefined => {
+    problems.push(`"${path}" ${message}${value === undefined ? "" : `: ${JSON.stringify(value)}`}`);
+    return undefined;
+  };
+  if (!isObj(input)) throw new TargetError(["the target must be a JSON object"]);
+  const str = (o: Obj, key: string, path: string, required = true): string | undefined => {
+    const v = o[key];
+    if (v === undefined && !required) return undefined;
+    if (typeof v !== "string" || v === "") return bad(`${path}${key}`, "must be a non-empty string", v);
+    return v;
+  };
+  const baseUrl = options.base_url ?? str(input, "base_url", "");
+  let base: string | undefined;
+  if (baseUrl !== undefined) {
+    if (!isAbsolute(baseUrl)) bad("base_url", "must be an absolute http(s) URL", baseUrl);
+    else base = baseUrl.replace(/\/+$/, "");
+  }
+  // Relative addresses hang below base_url, as the spec's {base_url}/index.php?... does.
+  const url = (o: Obj, key: string, path: string, fallback?: string): string | undefined => {
+    let v = fallback;
+    if (o[key] !== undefined) v = str(o, key, path);
+    else if (fallback === undefined) return bad(path + key, "is required");
+    if (v === undefined || isAbsolute(v)) return v;
+    if (/^[a-z][a-z0-9+.-]*:/i.test(v)) return bad(path + key, "must be an http(s) URL or a path", v);
+    return base === undefined ? undefined : `${base}/${v.replace(/^\/+/, "")}`;
+  };
+  const scope = (o: Obj, key: string, path: string, required = true): string | undefined => {
+    const v = str(o, key, path, required);
+    if (v !== undefined && !SCOPE_TOKEN.test(v)) bad(path + key, "must be exactly one scope token", v);
+    return v;
+  };
+  const role = (key: string, needs: { secret: boolean; redirect: boolean }, optional = false) => {
+    const o = (input.clients as Obj | undefined)?.[key];
+    if (o === undefined && optional) return undefined;
+    if (!isObj(o)) return bad(`clients.${key}`, "must be an object");
+    const p = `clients.${key}.`;
+    const r: ClientRole = { client_id: str(o, "client_id", p) ?? "", scope: scope(o, "scope", p) ?? "" };
+    const secret = str(o, "client_secret", p, needs.secret);
+    if (secret !== undefined) r.client_secret = secret;
+    const redirect = str(o, "redirect_uri", p, needs.redirect);
+    if (redirect !== undefined) {
+      if (!URL.canParse(redirect)) bad(p + "redirect_uri", "must be an absolute URL", redirect);
+      r.redirect_uri = redirect;
+    }
+    const extra = scope(o, "extra_scope", p, false);
+    if (extra !== undefined) {
+      if (extra === r.scope) bad(p + "extra_scope", "must differ from scope", extra);
+      r.extra_scope = extra;
+    }
+    return r;
+  };
+
+  if (!isObj(input.clients)) bad("clients", "must be an object");
+  const pub = role("public", { secret: false, redirect: true });
+  const conf = role("confidential", { secret: true, redirect: true });
+  const cc = role("client_credentials", { secret: true, redirect: false });
+  const ccr = role("client_credentials_refresh", { secret: true, redirect: false }, true);
+  const second = isObj(input.clients) && isObj(input.clients.second) ? input.clients.second : undefined;
+  if (isObj(input.clients) && !second) bad("clients.second", "must be an object");
+  const secondId = second ? str(second, "client_id", "clients.second.") : undefined;
+  const secondSecret = second ? str(second, "client_secret", "clients.second.", false) : undefined;
+  if (pub?.client_secret !== undefined) bad("clients.public.client_secret", "must be absent: the client is public");
+  if (secondId !== undefined && [pub, conf].some((r) => r?.client_id === secondId)) {
+    bad("clients.second.client_id", "must differ from the public and confidential clients", secondId);
+  }
+
+  const forbidden = scope(input, "forbidden_scope", "");
+  for (const r of [pub, conf, cc, ccr]) {
+    if (r && forbidden !== undefined && (r.scope === forbidden || r.extra_scope === forbidden)) {
+      bad("forbidden_scope", `must not be one of client "${r.client_id}"'s scopes`, forbidden);
+    }
+  }
+
+  const resource = parseResource(input.resource, { url, str, scope, bad }, { pub, conf, cc });
+  const approval = parseApproval(input.approval, str, bad, options.location);
+  const authorize = url(input, "authorize_url", "", DEFAULT_PATHS.authorize_url);
+  const token = url(input, "token_url", "", DEFAULT_PATHS.token_url);
+  const issuer = input.issuer === undefined ? base : str(input, "issuer", "");
+
+  if (problems.length > 0) throw new TargetError(problems);
+  const clients: TargetClients = {
+    public: pub as CodeClient,
+    confidential: conf as CodeClient & SecretClient,
+    client_credentials: cc as SecretClient,
+    second: secondSecret === undefined ? { client_id: secondId! } : { client_id: secondId!, client_secret: secondSecret },
+  };
+  if (ccr) clients.client_credentials_refresh = ccr as SecretClient;
+  const target: Target = {
+    name: typeof input.name === "string" ? input.name : base!,
+    base_url: base!,
+    issuer: issuer!,
+    authorize_url: authorize!,
+    token_url: token!,
+    clients,
+    forbidden_scope: forbidden!,
+    approval: approval!,
+  };
+  if (resource) target.resource = resource;
+  return target;
+}
+
+interface Readers {
+  url: (o: Obj, key: string, path: string, fallback?: string) => string | undefined;
+  str: (o: Obj, key: string, path: string, required?: boolean) => string | undefined;
+  scope: (o: Obj, key: string, path: string, required?: boolean) => string | undefined;
+  bad: (path: string, message: string, value?: unknown) => undefined;
+}
+
+const TOKEN_ROLES: readonly TokenRole[] = ["public", "confidential", "client_credentials"];
+
+function parseResource(
+  v: unknown,
+  r: Readers,
+  roles: Record<"pub" | "conf" | "cc", ClientRole | undefined>,
+): ResourceTarget | undefined {
+  if (v === undefined) return undefined;
+  if (!isObj(v)) return r.bad("resource", "must be an object");
+  const roleOf = (o: Obj, path: string): TokenRole | undefined => {
+    const c = o.client ?? "client_credentials";
+    if (!TOKEN_ROLES.includes(c as TokenRole)) return r.bad(path, `must be one of ${TOKEN_ROLES.join(", ")}`, c);
+    return c as TokenRole;
+  };
+  const scopeOf = (role: TokenRole | undefined) =>
+    role === "public" ? roles.pub?.scope : role === "confidential" ? roles.conf?.scope : roles.cc?.scope;
+  const client = roleOf(v, "resource.client");
+  const resource: ResourceTarget = {
+    url: r.url(v, "url", "resource.") ?? "",
+    client: client ?? "client_credentials",
+    scope: r.scope(v, "scope", "resource.", false) ?? scopeOf(client) ?? "",
+  };
+  if (v.insufficient !== undefined) {
+    if (!isObj(v.insufficient)) return r.bad("resource.insufficient", "must be an object");
+    const c = roleOf(v.insufficient, "resource.insufficient.client") ?? "client_credentials";
+    resource.insufficient = { client: c, scope: r.scope(v.insufficient, "scope", "resource.insufficient.") ?? "" };
+  }
+  return resource;
+}
+
+function parseApproval(
+  v: unknown,
+  str: Readers["str"],
+  bad: Readers["bad"],
+  location: string | URL | undefined,
+): ApprovalConfig | undefined {
+  if (!isObj(v)) return bad("approval", "must be an object");
+  if (v.deny !== undefined && typeof v.deny !== "boolean") bad("approval.deny", "must be true or false", v.deny);
+  const deny = v.deny !== false;
+  const driver = v.driver ?? "html_form";
+  if (driver === "html_form") {
+    const username = str(v, "username", "approval.");
+    const password = str(v, "password", "approval.");
+    return username && password ? { driver, username, password, deny } : undefined;
+  }
+  if (driver === "module") {
+    const module = str(v, "module", "approval.");
+    if (module === undefined) return undefined;
+    // Resolved against the target file, so "./driver.ts" means "next to target.json".
+    const resolved = location !== undefined && /^\.{1,2}\//.test(module) ? new URL(module, location).href : module;
+    return { driver, module: resolved, deny };
+  }
+  return bad("approval.driver", `must be "html_form" or "module"`, driver);
+}
+
+function isAbsolute(value: string): boolean {
+  try {
+    const u = new URL(value);
+    return u.protocol === "http:" || u.protocol === "https:";
+  } catch {
+    return false;
+  }
+}

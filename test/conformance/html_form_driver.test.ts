@@ -1,0 +1,148 @@
+/**
+ * The HTML-form driver against a server that looks nothing like the reference one: a separate login page
+ * reached by redirect, unquoted attributes and entities, a path-scoped cookie, a relative consent action,
+ * and buttons labelled "Approve" and "No thanks".
+ */
+import { describe, expect, it } from "vitest";
+import { DriverError, htmlFormDriver, isRedirectTo } from "../../conformance/mod.ts";
+import { CookieJar } from "../../conformance/drivers/cookies.ts";
+import { formData, parseForms } from "../../conformance/drivers/forms.ts";
+
+const ORIGIN = "http://idp.test";
+const REDIRECT = "https://client.test/cb?tenant=7";
+
+/** A small identity provider with its own ideas about forms. */
+function otherServer() {
+  const sessions = new Set<string>();
+  let logins = 0;
+  const html = (body: string, headers: Record<string, string> = {}) =>
+    new Response(`<!DOCTYPE html><html><head><title>IdP</title></head><body>${body}</body></html>`, {
+      headers: { "content-type": "text/html", ...headers },
+    });
+  const cookies = (request: Request) => request.headers.get("cookie") ?? "";
+  const fetch = async (request: Request): Promise<Response> => {
+    const url = new URL(request.url);
+    const sid = /(?:^|; )sid=([^;]+)/.exec(cookies(request))?.[1];
+    if (url.pathname === "/oauth/authorize") {
+      if (!sid || !sessions.has(sid)) {
+        return new Response(null, { status: 302, headers: { location: `/login?next=${encodeURIComponent(url.pathname + url.search)}` } });
+      }
+      return html(`
+        <!-- <form action="/trap"><input type=password></form> -->
+        <script>const fake = '<form action="/trap"><button>Allow</button></form>';</script>
+        <form method="POST" action="approve">
+          <input type="hidden" name="req" value="${encodeURIComponent(url.search)}">
+          <label><input type=checkbox name=remember checked> Remember</label>
+          <input type="submit" name="choice" value="Approve">
+          <button type="submit" name="choice" value="cancel">No thanks</button>
+        </form>`);
+    }
+    if (url.pathname === "/login" && request.method === "GET") {
+      return html(`<form method=post action="/login?next=${encodeURIComponent(url.searchParams.get("next") ?? "")}">
+        <input type=hidden name=_token value=abc&amp;def>
+        <input type=email name=email><input type=password name=pw>
+        <select name=lang><option>en</option><option value=fr selected>French</option></select>
+        <button>Sign in</button></form>`, { "set-cookie": "pre=1; Path=/login; HttpOnly" });
+    }
+    if (url.pathname === "/login" && request.method === "POST") {
+      const form = new URLSearchParams(await request.text());
+      const ok = form.get("email") === "ada@example.test" && form.get("pw") === "s3cret" && form.get("_token") === "abc&def" &&
+        form.get("lang") === "fr" && cookies(request).includes("pre=1");
+      if (!ok) return html(`<p>Wrong</p><form method=post><input name=email><input type=password name=pw></form>`);
+      logins++;
+      const id = `s${logins}`;
+      sessions.add(id);
+      return new Response(null, { status: 303, headers: { location: url.searchParams.get("next") ?? "/", "set-cookie": `sid=${id}; Path=/; HttpOnly` } });
+    }
+    if (url.pathname === "/oauth/approve" && request.method === "POST") {
+      const form = new URLSearchParams(await request.text());
+      const params = new URLSearchParams(decodeURIComponent(form.get("req") ?? ""));
+      const target = new URL(params.get("redirect_uri")!);
+      if (form.get("choice") === "Approve" && form.get("remember") === "on") target.searchParams.set("code", "c1");
+      else target.searchParams.set("error", "access_denied");
+      target.searchParams.set("state", params.get("state") ?? "");
+      return new Response(null, { status: 302, headers: { location: target.href } });
+    }
+    return new Response("not found", { status: 404 });
+  };
+  return { fetch, logins: () => logins };
+}
+
+function authorizeUrl(): URL {
+  const url = new URL("/oauth/authorize", ORIGIN);
+  url.search = new URLSearchParams({ response_type: "code", client_id: "c", redirect_uri: REDIRECT, state: "xyz" }).toString();
+  return url;
+}
+
+describe("htmlFormDriver", () => {
+  it("logs in, approves, and returns the redirect to the client", async () => {
+    const server = otherServer();
+    const driver = htmlFormDriver({ username: "ada@example.test", password: "s3cret" });
+    const result = await driver.approve(authorizeUrl(), { deny: false, fetch: server.fetch });
+    expect(result.searchParams.get("code")).toBe("c1");
+    expect(result.searchParams.get("state")).toBe("xyz");
+    expect(isRedirectTo(result, REDIRECT)).toBe(true);
+  });
+
+  it("keeps the session between approvals and can deny", async () => {
+    const server = otherServer();
+    const driver = htmlFormDriver({ username: "ada@example.test", password: "s3cret" });
+    await driver.approve(authorizeUrl(), { deny: false, fetch: server.fetch });
+    const denied = await driver.approve(authorizeUrl(), { deny: true, fetch: server.fetch });
+    expect(denied.searchParams.get("error")).toBe("access_denied");
+    expect(server.logins()).toBe(1);
+  });
+
+  it("explains a failed login", async () => {
+    const server = otherServer();
+    const driver = htmlFormDriver({ username: "ada@example.test", password: "wrong" });
+    await expect(driver.approve(authorizeUrl(), { deny: false, fetch: server.fetch })).rejects.toThrow(/check username and password/);
+  });
+
+  it("throws a DriverError on an error page", async () => {
+    const driver = htmlFormDriver({ username: "u", password: "p" });
+    const fetch = () => Promise.resolve(new Response("<title>Bad client</title>", { status: 400, headers: { "content-type": "text/html" } }));
+    const error = await driver.approve(authorizeUrl(), { deny: false, fetch }).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(DriverError);
+    expect(String(error)).toMatch(/400.*Bad client/);
+  });
+});
+
+describe("parseForms and formData", () => {
+  it("reads what a browser would submit", () => {
+    const [form] = parseForms(
+      `<base href="https://h.test/app/"><form action=next METHOD=post>
+       <input name=a value='1 &quot;2&quot;'><input name=off disabled value=x><input type=radio name=r value=no>
+       <input type=radio name=r value=yes checked><textarea name=t>hi &amp; bye</textarea>
+       <select name=s><option value=1>one<option value=2 selected>two</select>
+       <button name=go value=yes>Go</button><button type=button name=b>B</button></form>`,
+      new URL("https://h.test/start"),
+    );
+    expect(form!.action.href).toBe("https://h.test/app/next");
+    expect(form!.method).toBe("POST");
+    const go = form!.controls.find((c) => c.name === "go")!;
+    expect(go.text).toBe("Go");
+    expect(formData(form!, go)).toEqual([["a", '1 "2"'], ["r", "yes"], ["t", "hi & bye"], ["s", "2"], ["go", "yes"]]);
+  });
+});
+
+describe("CookieJar", () => {
+  it("honours Path, Max-Age, Expires and Secure", () => {
+    const jar = new CookieJar();
+    const set = (url: string, ...cookies: string[]) =>
+      jar.store(new URL(url), new Headers(cookies.map((c) => ["set-cookie", c] as [string, string])));
+    set("http://a.test/login/form", "p=1", "root=2; Path=/", "gone=3; Path=/; Max-Age=0", "old=4; Path=/; Expires=Thu, 01 Jan 1970 00:00:00 GMT", "sec=5; Path=/; Secure");
+    expect(jar.header(new URL("http://a.test/login/x"))).toBe("p=1; root=2");
+    expect(jar.header(new URL("http://a.test/other"))).toBe("root=2");
+    expect(jar.header(new URL("https://a.test/"))).toBe("root=2; sec=5");
+    expect(jar.header(new URL("http://b.test/"))).toBeNull();
+    set("http://a.test/", "root=6; Path=/", "p=0; Path=/login; Max-Age=-1");
+    expect(jar.header(new URL("http://a.test/login/x"))).toBe("root=6");
+  });
+
+  it("sends Secure cookies to loopback over http, as browsers do", () => {
+    const jar = new CookieJar();
+    jar.store(new URL("http://127.0.0.1:8080/"), new Headers([["set-cookie", "s=1; Path=/; Secure; HttpOnly"]]));
+    expect(jar.header(new URL("http://127.0.0.1:8080/x"))).toBe("s=1");
+  });
+});
