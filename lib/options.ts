@@ -26,6 +26,8 @@ export interface InteractionContext {
   client: { client_id: string; name: string };
   /** The requested scope. */
   scope: string;
+  /** The client's network address, when the runtime or adapter reports it (for throttling). */
+  remoteAddress: string | undefined;
 }
 
 /**

@@ -7,6 +7,7 @@ import { base64url, hmac, hmacKey, randomToken, timingSafeEqual } from "../crypt
 import { ConfigurationError } from "../errors.ts";
 import { redirectResponse, toResponse } from "../http.ts";
 import type { AuthenticateUser, EndUser, InteractionContext } from "../options.ts";
+import { memoryThrottle, type Throttle } from "../throttle.ts";
 import { loginPage } from "./pages.ts";
 
 /** Options of {@link passwordLogin}. */
@@ -26,6 +27,12 @@ export interface PasswordLoginOptions {
   clock?: () => number;
   /** Whether cookies carry `Secure`. Default: when the request URL is https (set it behind a TLS proxy). */
   secure?: boolean;
+  /**
+   * Throttling of wrong passwords, per address and per username at that address (never per username alone,
+   * which would let anyone lock a user out). Default: 5 failures in 5 minutes block for 30 s, doubling while
+   * the guessing goes on. `false` switches it off.
+   */
+  throttle?: Throttle | false;
 }
 
 // RFC 6265 §4.1.1: a cookie name is an RFC 2616 token.
@@ -83,6 +90,10 @@ export function passwordLogin(options: PasswordLoginOptions): AuthenticateUser {
   const prefixed = /^__(Host|Secure)-/i.test(cookieName);
   if (prefixed && options.secure === false) fail(`"secure" cannot be false for the cookie name "${cookieName}"`);
 
+  const throttle = options.throttle === false
+    ? undefined
+    : options.throttle ?? memoryThrottle({ maxFailures: 5, windowSeconds: 300, blockSeconds: 30 });
+
   let keyPromise: Promise<CryptoKey> | undefined;
   const key = (): Promise<CryptoKey> => (keyPromise ??= hmacKey(secret));
   const csrfFor = async (nonce: string): Promise<string> => hmac(await key(), CSRF_LABEL + nonce);
@@ -109,7 +120,7 @@ export function passwordLogin(options: PasswordLoginOptions): AuthenticateUser {
     context: InteractionContext,
     cookies: Map<string, string[]>,
     secure: boolean,
-    failure?: { error: string; username?: string; status?: number },
+    failure?: { error: string; username?: string; status?: number; retryAfter?: number },
   ): Promise<Response> {
     // A GET keeps a nonce it already set, so two open sign-in tabs both work; a failure rotates it.
     const kept = failure ? undefined : cookies.get(nonceName)?.find((v) => NONCE.test(v));
@@ -123,6 +134,7 @@ export function passwordLogin(options: PasswordLoginOptions): AuthenticateUser {
       ...(failure?.username !== undefined ? { username: failure.username } : {}),
     });
     if (failure?.status !== undefined) page.status = failure.status;
+    if (failure?.retryAfter !== undefined) page.headers.push(["retry-after", String(failure.retryAfter)]);
     if (kept === undefined) page.headers.push(["set-cookie", cookie(nonceName, nonce, secure)]);
     return toResponse(page);
   }
@@ -148,8 +160,20 @@ export function passwordLogin(options: PasswordLoginOptions): AuthenticateUser {
 
     const username = form.get("username") ?? "";
     const password = form.get("password") ?? "";
+    const at = context.remoteAddress;
+    const keys = at === undefined ? [`login:${username}@unknown`] : [`login:${at}`, `login:${username}@${at}`];
+    if (throttle) {
+      let wait = 0;
+      for (const k of keys) wait = Math.max(wait, await throttle.retryAfter(k, clock()));
+      if (wait > 0) {
+        const seconds = Math.ceil(wait / 1000);
+        const error = `Too many failed sign-in attempts. Please try again in ${seconds} seconds.`;
+        return showLogin(request, context, cookies, secure, { error, username, status: 429, retryAfter: seconds });
+      }
+    }
     const user = username !== "" && password !== "" ? await options.verify(username, password) : null;
     if (user === null || user === undefined) {
+      if (throttle) for (const k of keys) await throttle.fail(k, clock());
       return showLogin(request, context, cookies, secure, { error: WRONG, username });
     }
     if (typeof user !== "object" || typeof user.id !== "string" || user.id === "") {

@@ -239,6 +239,9 @@ const CSS = [
   `.card{width:100%;max-width:26rem;background:var(--card);border:1px solid var(--line);border-radius:1rem;` +
   `padding:2rem 1.5rem;box-shadow:0 1px 2px var(--shadow),0 12px 32px var(--shadow);overflow-wrap:anywhere}`,
   `@media (min-width:30rem){.card{padding:2.5rem 2.25rem}}`,
+  // On a phone the page is the card: full width, from the top, so the form stays clear of the keyboard.
+  `@media (max-width:29.99rem){body{align-items:flex-start;padding:0;background:var(--card)}` +
+  `.card{border:0;border-radius:0;box-shadow:none;padding:2rem 1.5rem 2.5rem}}`,
   `.card>:last-child{margin-bottom:0}`,
   `.mark{display:flex;align-items:center;justify-content:center;width:3rem;height:3rem;margin:0 0 1.25rem;` +
   `border-radius:.875rem;background:var(--chip);color:var(--accent)}`,

@@ -59,6 +59,7 @@ export async function authorizeEndpoint(request: HttpRequest, context: ServerCon
     form: form ? new URLSearchParams([...form]) : null,
     client: { client_id: client.client_id, name: client.name },
     scope,
+    remoteAddress: request.remoteAddress,
   });
   if (user instanceof Response) return { status: user.status, headers: [], body: null, passthrough: user };
   if (typeof user !== "object" || user === null || typeof user.id !== "string" || user.id === "") {

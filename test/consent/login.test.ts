@@ -24,7 +24,7 @@ function setup(options: Partial<PasswordLoginOptions> = {}) {
   return { hook, clock, calls };
 }
 
-const context = (form: URLSearchParams | null): InteractionContext => ({ form, client: CLIENT, scope: "photos" });
+const context = (form: URLSearchParams | null, remoteAddress?: string): InteractionContext => ({ form, client: CLIENT, scope: "photos", remoteAddress });
 
 const get = (cookie?: string, url = URL_): Request =>
   new Request(url, cookie === undefined ? {} : { headers: { cookie } });
@@ -276,5 +276,34 @@ describe("passwordLogin", () => {
     const { hook } = setup({ verify: () => ({ id: "" }) as EndUser });
     const { csrf, nonce } = await openLogin(hook);
     await expect(hook(post(nonce), context(loginForm(csrf)))).rejects.toThrow(TypeError);
+  });
+});
+
+describe("passwordLogin throttling", () => {
+  /** One login attempt from `address` with a fresh sign-in page; returns the response. */
+  async function attempt(hook: ReturnType<typeof setup>["hook"], password: string, address: string): Promise<Response> {
+    const page = (await hook(get(), context(null, address))) as Response;
+    const csrf = csrfOf(await page.text());
+    const nonce = setCookie(page, "oauth2_session_login")!.pair;
+    return (await hook(post(nonce), context(loginForm(csrf, password), address))) as Response;
+  }
+
+  it("slows a password-guessing run per address, without locking the user out elsewhere", async () => {
+    const { hook, clock, calls } = setup();
+    for (let i = 0; i < 5; i++) expect((await attempt(hook, `guess ${i}`, "203.0.113.9")).status).toBe(401);
+    const before = calls.length;
+    const blocked = await attempt(hook, "correct horse", "203.0.113.9");
+    expect(blocked.status).toBe(429);
+    expect(Number(blocked.headers.get("retry-after"))).toBeGreaterThan(0);
+    expect(await blocked.text()).toContain("Too many failed sign-in attempts");
+    expect(calls.length).toBe(before); // verify() is not even asked while blocked
+    expect((await attempt(hook, "correct horse", "198.51.100.7")).status).toBe(303);
+    clock.now += 31_000;
+    expect((await attempt(hook, "correct horse", "203.0.113.9")).status).toBe(303);
+  });
+
+  it("throttle: false switches it off", async () => {
+    const { hook } = setup({ throttle: false });
+    for (let i = 0; i < 20; i++) expect((await attempt(hook, `guess ${i}`, "203.0.113.9")).status).toBe(401);
   });
 });
