@@ -1,5 +1,5 @@
 // The design card's promises, checked: no runtime dependencies, manifests in step, and a core on Web APIs only.
-import { readdirSync, readFileSync, statSync } from "node:fs";
+import { existsSync, readdirSync, readFileSync, statSync } from "node:fs";
 import { join } from "node:path";
 import { expect, test } from "vitest";
 
@@ -17,6 +17,21 @@ test("package.json and deno.json carry the same version and entry points", () =>
   const npmEntries = Object.keys(pkg.exports ?? { ".": "" }).sort();
   const denoEntries = Object.keys(deno.exports).sort();
   expect(npmEntries).toEqual(denoEntries);
+});
+
+test("each npm entry point is the build of the same source as the JSR one: dist/*.js with dist/*.d.ts", () => {
+  for (const [entry, source] of Object.entries(deno.exports as Record<string, string>)) {
+    expect(existsSync(source), `${entry} → ${source}`).toBe(true);
+    expect(source).toMatch(/^\.\/.*\.ts$/);
+    const built = `./dist/${source.slice(2, -3)}`;
+    expect(pkg.exports[entry], entry).toEqual({ types: `${built}.d.ts`, default: `${built}.js` });
+    // JSR publishes what deno.json's publish.include names and publish.exclude does not.
+    const named = (paths: string[] | undefined) => (paths ?? []).some((path) => source.slice(2) === path || source.slice(2).startsWith(path));
+    expect(named(deno.publish.include) && !named(deno.publish.exclude), source).toBe(true);
+  }
+  expect(pkg.main).toBe(pkg.exports["."].default);
+  expect(pkg.types).toBe(pkg.exports["."].types);
+  expect(pkg.files).toContain("dist");
 });
 
 function files(dir: string): string[] {
