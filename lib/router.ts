@@ -52,7 +52,8 @@ export function createRouter(context: ServerContext): (request: HttpRequest) => 
     if (endpoint === undefined && path === specPath) endpoint = specEndpoint(request.target);
     if (endpoint === undefined || (endpoint === AUTHORIZE && !context.authenticateUser)) return notFound();
     const method = request.method === "HEAD" ? "GET" : request.method;
-    const handler = endpoint.methods[method as "GET" | "POST"];
+    // An own-property look-up: a method named "constructor" or "toString" must not reach Object.prototype.
+    const handler = Object.hasOwn(endpoint.methods, method) ? endpoint.methods[method as "GET" | "POST"] : undefined;
     if (handler === undefined) {
       const allow = Object.keys(endpoint.methods).join(", ");
       return render(new OAuthError("invalid_request", {
@@ -71,7 +72,10 @@ export function createRouter(context: ServerContext): (request: HttpRequest) => 
 }
 
 function specEndpoint(target: string): Endpoint | undefined {
-  const query = new URLSearchParams(queryOf(target));
+  const raw = queryOf(target);
+  // The token address as every spec client writes it, without parsing (the same answer the parse gives).
+  if (raw === "module=OAuth2&action=token") return TOKEN;
+  const query = new URLSearchParams(raw);
   if (query.get("module") !== "OAuth2") return undefined;
   const action = query.get("action");
   return action === null ? undefined : SPEC_ACTIONS[action];
@@ -79,6 +83,16 @@ function specEndpoint(target: string): Endpoint | undefined {
 
 function notFound(): HttpResponse {
   return { status: 404, headers: [], body: null };
+}
+
+const RESOURCE: Endpoint = { name: "resource", methods: {}, page: false };
+
+/**
+ * Renders a failure of the resource guard (RFC 6750 §3 for an `OAuthError`, else a generic `server_error`),
+ * reporting it to `onError` exactly as the endpoints' failures are.
+ */
+export function resourceErrorResponse(error: unknown, request: HttpRequest, context: ServerContext): HttpResponse {
+  return render(error, RESOURCE, request, context);
 }
 
 /** Renders any error thrown by an endpoint: a redirect, an HTML page or RFC 6749 §5.2 JSON. */

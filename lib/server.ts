@@ -7,10 +7,9 @@ import { type AccessTokenInfo, verifyBearer } from "./bearer.ts";
 import { clientRegistry, type ClientRegistry } from "./clients.ts";
 import { hmacKey } from "./crypto.ts";
 import { metadataDocument } from "./endpoints/metadata.ts";
-import { OAuthError } from "./errors.ts";
 import { fromRequest, type HttpRequest, type HttpResponse, toResponse } from "./http.ts";
 import { type AuthorizationServerOptions, resolveOptions, type ServerContext } from "./options.ts";
-import { createRouter, errorResponse } from "./router.ts";
+import { createRouter, resourceErrorResponse } from "./router.ts";
 import type { Storage } from "./storage/types.ts";
 
 /** A running authorization server: a fetch handler plus the APIs around it. */
@@ -36,11 +35,19 @@ export interface AuthorizationServer {
   verifyAccessToken(request: Request, requiredScope?: string): Promise<AccessTokenInfo>;
   /** {@link AuthorizationServer.verifyAccessToken} for a bare `Authorization` header value. */
   verifyAuthorization(authorization: string | null, requiredScope?: string): Promise<AccessTokenInfo>;
-  /** Wraps a resource handler: it runs only for a valid token with `requiredScope`; errors follow RFC 6750 §3. */
+  /**
+   * Wraps a resource handler: it runs only for a valid token with `requiredScope`; refusals follow RFC 6750 §3,
+   * and store failures become a generic 5xx reported to `onError`, as at the endpoints.
+   */
   protect(
     requiredScope: string | undefined,
     handler: (request: Request, token: AccessTokenInfo) => Response | Promise<Response>,
   ): (request: Request) => Promise<Response>;
+  /** {@link AuthorizationServer.protect} on the core's request shape, for apps served through `handle`. */
+  protectHandle(
+    requiredScope: string | undefined,
+    handler: (request: HttpRequest, token: AccessTokenInfo) => HttpResponse | Promise<HttpResponse>,
+  ): (request: HttpRequest) => Promise<HttpResponse>;
   /** The RFC 8414 metadata document. */
   metadata(): Record<string, unknown>;
 }
@@ -80,6 +87,15 @@ export function createAuthorizationServer(options: AuthorizationServerOptions): 
   const handle = createRouter(context);
   const verifyAuthorization = (authorization: string | null, requiredScope?: string) =>
     verifyBearer(authorization, requiredScope, context);
+  const protectHandle: AuthorizationServer["protectHandle"] = (requiredScope, handler) => async (request) => {
+    let token: AccessTokenInfo;
+    try {
+      token = await verifyAuthorization(request.header("authorization"), requiredScope);
+    } catch (error) {
+      return resourceErrorResponse(error, request, context);
+    }
+    return handler(request, token);
+  };
 
   return {
     issuer: context.issuer,
@@ -90,18 +106,15 @@ export function createAuthorizationServer(options: AuthorizationServerOptions): 
     verifyAuthorization,
     verifyAccessToken: (request, requiredScope) => verifyAuthorization(request.headers.get("authorization"), requiredScope),
     protect(requiredScope, handler) {
-      return async (request) => {
-        let token: AccessTokenInfo;
-        try {
-          token = await verifyAuthorization(request.headers.get("authorization"), requiredScope);
-        } catch (error) {
-          if (error instanceof OAuthError) return toResponse(errorResponse(error));
-          context.onError(error, { endpoint: "resource", method: request.method, path: new URL(request.url).pathname });
-          return toResponse(errorResponse(new OAuthError("server_error")));
-        }
-        return handler(request, token);
-      };
+      const guarded = protectHandle(requiredScope, async (request, token) => ({
+        status: 0,
+        headers: [],
+        body: null,
+        passthrough: await handler(request.toRequest(), token),
+      }));
+      return async (request) => toResponse(await guarded(fromRequest(request)));
     },
+    protectHandle,
     metadata: () => metadataDocument(context),
   };
 }

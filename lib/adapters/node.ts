@@ -152,7 +152,8 @@ function report(ctx: Context, error: unknown, request: HttpRequest): void {
 }
 
 function logError(error: unknown, request: HttpRequest): void {
-  console.error(`Unhandled error while serving ${request.method} ${request.target}:`, error);
+  // The path only: a query may carry a token (RFC 6750 §2.3) or a code.
+  console.error(`Unhandled error while serving ${request.method} ${pathOf(request.target)}:`, error);
 }
 
 /** Options of {@link serveNode}: where to listen, the server's timeouts, and those of the listener. */

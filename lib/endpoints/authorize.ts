@@ -129,7 +129,13 @@ async function validateRequest(request: HttpRequest, context: ServerContext): Pr
   const page = (description: string) => new OAuthError("invalid_request", { description });
 
   // Step 1: who is asking, and where would an answer go? Until both are known, never redirect.
-  if (repeated === "client_id" || repeated === "redirect_uri") throw page(`The ${repeated} parameter is repeated`);
+  if (repeated !== undefined) {
+    // readParams names only the first repeated parameter; client_id or redirect_uri may be a later one.
+    const all = new URLSearchParams(queryOf(request.target));
+    for (const name of ["client_id", "redirect_uri"]) {
+      if (all.getAll(name).length > 1) throw page(`The ${name} parameter is repeated`);
+    }
+  }
   const clientId = params.get("client_id");
   if (clientId === undefined) throw page("The client_id parameter is missing");
   const client = await context.storage.getClient(clientId);

@@ -5,7 +5,6 @@
  *
  * @module
  */
-import type { AccessTokenInfo } from "../bearer.ts";
 import { passwordLogin } from "../consent/login.ts";
 import { base64url, timingSafeEqual } from "../crypto.ts";
 import { OAuthError } from "../errors.ts";
@@ -38,8 +37,10 @@ export interface ReferenceApp {
   handle: (request: HttpRequest) => Promise<HttpResponse>;
 }
 
-/** The sample protected API (spec §4.3): `GET /api/reports` needs `reports.read`; `GET /api/me` any token. */
-const RESOURCES: Readonly<Record<string, string | undefined>> = { "/api/reports": "reports.read", "/api/me": undefined };
+const REPORTS = [
+  { id: "weekly-visits", title: "Weekly visits", visits: 18_204 },
+  { id: "top-pages", title: "Top pages", pages: ["/", "/pricing", "/docs"] },
+];
 
 /** Builds the reference app. Resolves once the users' password hashes and the clients are ready. */
 export async function createReferenceApp(options: ReferenceAppOptions): Promise<ReferenceApp> {
@@ -71,31 +72,22 @@ export async function createReferenceApp(options: ReferenceAppOptions): Promise<
     });
   }
 
+  // The sample protected API (spec §4.3): /api/reports needs reports.read; /api/me takes any valid token.
+  const resources = new Map([
+    ["/api/reports", server.protectHandle("reports.read", (_, token) => jsonResponse(200, { reports: REPORTS, token }))],
+    ["/api/me", server.protectHandle(undefined, (_, token) => jsonResponse(200, { token }))],
+  ]);
   const handle = async (request: HttpRequest): Promise<HttpResponse> => {
     const path = pathOf(request.target);
-    if (path in RESOURCES) return resource(server, request, RESOURCES[path]);
+    const resource = resources.get(path);
+    if (resource) {
+      if (request.method === "GET" || request.method === "HEAD") return resource(request);
+      return errorResponse(new OAuthError("invalid_request", { status: 405, headers: { allow: "GET, HEAD" } }));
+    }
     if (path === "/" && (request.method === "GET" || request.method === "HEAD")) return landing(server);
     return server.handle(request);
   };
   return { server, handle, fetch: async (request) => toResponse(await handle(fromRequest(request))) };
-}
-
-async function resource(server: AuthorizationServer, request: HttpRequest, scope: string | undefined): Promise<HttpResponse> {
-  if (request.method !== "GET" && request.method !== "HEAD") {
-    return errorResponse(new OAuthError("invalid_request", { status: 405, headers: { allow: "GET, HEAD" } }));
-  }
-  let token: AccessTokenInfo;
-  try {
-    token = await server.verifyAuthorization(request.header("authorization"), scope);
-  } catch (error) {
-    if (error instanceof OAuthError) return errorResponse(error);
-    return errorResponse(new OAuthError("server_error"));
-  }
-  const reports = [
-    { id: "weekly-visits", title: "Weekly visits", visits: 18_204 },
-    { id: "top-pages", title: "Top pages", pages: ["/", "/pricing", "/docs"] },
-  ];
-  return jsonResponse(200, scope === undefined ? { token } : { reports, token });
 }
 
 function landing(server: AuthorizationServer): HttpResponse {

@@ -1,0 +1,305 @@
+// Storage faults (issue "Adversarial testing", part 3). A fault injector wraps the store and breaks its k-th
+// call, for every k across a whole flow and in every mode: it rejects, throws (synchronously, not even an Error),
+// hangs (only storageTimeout ends the request), commits and then rejects, lands late (after the server gave up),
+// or starts an outage. The server must answer a clear 5xx (JSON, or the HTML error page at the authorization
+// endpoint); never hand out a code or token whose record was not saved (each one is looked up in the store,
+// past the injector, the moment it is handed out); and once the fault clears, work at once, with no waiting
+// for anything to expire (the clock never moves): the interrupted step succeeds when retried if the failed
+// call changed nothing, and a complete new flow succeeds in every case.
+import { afterAll, describe, expect, test } from "vitest";
+import { memoryStorage } from "../../mod.ts";
+import { authorizeUrl, codeRequest, csrfOf, type Fixture, fixture, getAuthorize, ISSUER, pkce, postToken, REDIRECT, SECRETS } from "../helpers.ts";
+import { basicHeader } from "./arbitraries.ts";
+import { FAULT_MODES, FaultInjector, type FaultMode, figures, oauthErrorProblems, type Seen, see, sha256 } from "./support.ts";
+
+/** Small, so that a hung store costs a test little; the option under test is the same at any value. */
+const STORAGE_TIMEOUT = 50;
+
+const tally = { injected: 0, answered5xx: 0, unsaved: 0, retried: 0, fresh: 0 };
+afterAll(() => {
+  figures(
+    `faults: ${tally.injected} injected (${FAULT_MODES.length} modes x every store call of 3 flows), ` +
+      `${tally.answered5xx} answered with a clean 5xx, ${tally.unsaved} codes or tokens handed out unsaved, ` +
+      `${tally.retried} interrupted steps retried and ${tally.fresh} new flows completed at once after the fault cleared`,
+  );
+});
+
+/** A server on a store wrapped by the injector, and a protected resource. */
+interface World {
+  f: Fixture;
+  injector: FaultInjector;
+  api: (request: Request) => Promise<Response>;
+}
+
+async function world(): Promise<World> {
+  const injector = new FaultInjector(memoryStorage(), STORAGE_TIMEOUT * 2);
+  const f = await fixture({ storage: injector.storage, storageTimeout: STORAGE_TIMEOUT });
+  return { f, injector, api: f.server.protect("read", (_, info) => Response.json(info)) };
+}
+
+type State = Record<string, string>;
+
+/** One request of a flow: how to send it and what a success must look like (including what must be saved). */
+interface Step {
+  name: string;
+  /** The authorization endpoint answers failures with an HTML page; every other step with JSON. */
+  page?: true;
+  /** A retry after a fault that did commit may legitimately find its code or refresh token spent. */
+  spends?: true;
+  send(w: World, st: State): Promise<Response>;
+  accept(w: World, st: State, seen: Seen): Promise<void>;
+}
+
+const form = { "content-type": "application/x-www-form-urlencoded" };
+
+/** Asserts that a token response's tokens are in the store (looked up past the injector), and keeps them. */
+async function saved(w: World, st: State, seen: Seen, prefix: string, refresh: boolean): Promise<void> {
+  expect(seen.status, `${prefix}: ${seen.body}`).toBe(200);
+  const body = JSON.parse(seen.body) as Record<string, string>;
+  const now = w.f.clock.now;
+  const access = await w.injector.inner.findAccessToken(await sha256(body.access_token!), now);
+  const rotated = refresh ? await w.injector.inner.findRefreshToken(await sha256(body.refresh_token ?? ""), now) : "none";
+  if (access === null || rotated === null) tally.unsaved++;
+  expect({ access: access !== null, refresh: rotated !== null }, `${prefix}: tokens handed out are stored`).toEqual({ access: true, refresh: true });
+  st[`${prefix}_access`] = body.access_token!;
+  if (refresh) st[`${prefix}_refresh`] = body.refresh_token!;
+}
+
+function codeFlow(client: "spa" | "web"): Step[] {
+  const params = (st: State) => codeRequest(client, st.challenge ? { code_challenge: st.challenge, code_challenge_method: "S256" } : {});
+  const auth = client === "web" ? { client_id: "web", client_secret: SECRETS.web } : { client_id: "spa" };
+  return [
+    {
+      name: "consent page",
+      page: true,
+      send: (w, st) => getAuthorize(w.f.server, params(st)),
+      accept: async (_, st, seen) => {
+        expect(seen.status, seen.body.slice(0, 200)).toBe(200);
+        st.csrf = csrfOf(seen.body);
+      },
+    },
+    {
+      name: "consent: allow",
+      page: true,
+      send: (w, st) => w.f.server.fetch(new Request(authorizeUrl(params(st)), { method: "POST", headers: form, body: new URLSearchParams({ decision: "allow", csrf: st.csrf! }) })),
+      accept: async (w, st, seen) => {
+        expect(seen.status, seen.body.slice(0, 200)).toBe(303);
+        const code = new URL(seen.headers.get("location")!).searchParams.get("code")!;
+        const record = await w.injector.inner.findCode(await sha256(code), w.f.clock.now);
+        if (record === null) tally.unsaved++;
+        expect(record, "a code handed out is stored").not.toBeNull();
+        st.code = code;
+      },
+    },
+    {
+      name: "code exchange",
+      spends: true,
+      send: (w, st) => postToken(w.f.server, { grant_type: "authorization_code", ...auth, redirect_uri: REDIRECT, code: st.code!, ...(st.verifier ? { code_verifier: st.verifier } : {}) }),
+      accept: (w, st, seen) => saved(w, st, seen, "first", true),
+    },
+    {
+      name: "refresh",
+      spends: true,
+      send: (w, st) => postToken(w.f.server, { grant_type: "refresh_token", ...auth, refresh_token: st.first_refresh! }),
+      accept: (w, st, seen) => saved(w, st, seen, "second", true),
+    },
+    ...resourceSteps(auth, "second"),
+  ];
+}
+
+const ccFlow: Step[] = [
+  {
+    name: "client_credentials",
+    send: (w) => postToken(w.f.server, { grant_type: "client_credentials", client_id: "backend-refresh", client_secret: SECRETS.backendRefresh, scope: "export" }),
+    accept: (w, st, seen) => saved(w, st, seen, "first", true),
+  },
+  {
+    name: "refresh",
+    spends: true,
+    send: (w, st) => postToken(w.f.server, { grant_type: "refresh_token", client_id: "backend-refresh", client_secret: SECRETS.backendRefresh, refresh_token: st.first_refresh! }),
+    accept: (w, st, seen) => saved(w, st, seen, "second", true),
+  },
+  ...resourceSteps({ client_id: "backend-refresh", client_secret: SECRETS.backendRefresh }, "second", "export"),
+];
+
+/** Use of the last tokens: the resource guard, introspection, then revocation of the refresh token. */
+function resourceSteps(auth: Record<string, string>, prefix: string, scope = "read"): Step[] {
+  return [
+    {
+      name: "resource call",
+      send: async (w, st) => {
+        const api = scope === "read" ? w.api : w.f.server.protect(scope, (_, info) => Response.json(info));
+        return api(new Request(`${ISSUER}/api/reports`, { headers: { authorization: `Bearer ${st[`${prefix}_access`]}` } }));
+      },
+      accept: async (_, __, seen) => expect(seen.status, seen.body).toBe(200),
+    },
+    {
+      name: "introspection",
+      send: (w, st) => w.f.server.fetch(new Request(`${ISSUER}/introspect`, {
+        method: "POST",
+        headers: { ...form, authorization: basicHeader("web", SECRETS.web) },
+        body: new URLSearchParams({ token: st[`${prefix}_access`]! }),
+      })),
+      accept: async (_, __, seen) => expect(JSON.parse(seen.body || "{}"), seen.body).toMatchObject({ active: true }),
+    },
+    {
+      name: "revocation",
+      send: (w, st) => w.f.server.fetch(new Request(`${ISSUER}/revoke`, { method: "POST", headers: form, body: new URLSearchParams({ ...auth, token: st[`${prefix}_refresh`]! }) })),
+      accept: async (w, st, seen) => {
+        expect(seen.status, seen.body).toBe(200);
+        expect(await w.injector.inner.findRefreshToken(await sha256(st[`${prefix}_refresh`]!), w.f.clock.now), "revoked").toBeNull();
+      },
+    },
+  ];
+}
+
+const FLOWS: { name: string; steps: Step[]; pkce: boolean }[] = [
+  { name: "public client, code + PKCE", steps: codeFlow("spa"), pkce: true },
+  { name: "confidential client, code", steps: codeFlow("web"), pkce: false },
+  { name: "client_credentials with refresh", steps: ccFlow, pkce: false },
+];
+
+async function freshState(withPkce: boolean): Promise<State> {
+  if (!withPkce) return {};
+  const { verifier, challenge } = await pkce();
+  return { verifier, challenge };
+}
+
+/** Checks a response to a request during which the fault fired: a clean 5xx that hands nothing out. */
+function expectCleanFailure(step: Step, seen: Seen, st: State, label: string): void {
+  expect(seen.status, `${label}: status (${seen.body.slice(0, 300)})`).toBeGreaterThanOrEqual(500);
+  expect(seen.status, `${label}: status`).toBeLessThan(600);
+  expect(seen.headers.get("location"), `${label}: no redirect`).toBeNull();
+  for (const [name, value] of Object.entries(st)) {
+    if (name !== "challenge" && name !== "csrf") expect(seen.body.includes(value), `${label}: the body shows ${name}`).toBe(false);
+  }
+  if (step.page) {
+    expect(seen.headers.get("content-type"), `${label}: an HTML error page`).toMatch(/^text\/html/);
+  } else {
+    const codes = seen.status === 503 ? ["temporarily_unavailable"] : ["server_error"];
+    expect(oauthErrorProblems(seen, codes), `${label}: ${seen.body}`).toEqual([]);
+    expect(seen.body).not.toMatch(/"(access|refresh)_token"/);
+    if (seen.status === 503) expect(seen.headers.get("retry-after"), `${label}: Retry-After`).not.toBeNull();
+  }
+  tally.answered5xx++;
+}
+
+/** Runs steps from `from`; returns the index of the first step during which the fault fired, or -1. */
+async function runSteps(w: World, steps: Step[], st: State, from: number, label: string): Promise<number> {
+  for (let i = from; i < steps.length; i++) {
+    const step = steps[i]!;
+    const before = w.injector.fired;
+    const seen = await see(await step.send(w, st));
+    if (w.injector.fired > before) {
+      expectCleanFailure(step, seen, st, `${label}, ${step.name}`);
+      return i;
+    }
+    await step.accept(w, st, seen);
+  }
+  return -1;
+}
+
+/** Store calls of one fault-free run of a flow, to know every k to break. */
+async function callsOf(flow: (typeof FLOWS)[number]): Promise<string[]> {
+  const w = await world();
+  w.injector.count();
+  expect(await runSteps(w, flow.steps, await freshState(flow.pkce), 0, "dry run")).toBe(-1);
+  return w.injector.calls.map((c) => c.method);
+}
+
+/** Modes in which the broken call changed nothing: the interrupted step must then simply work when retried. */
+const CHANGES_NOTHING: readonly FaultMode[] = ["reject", "throw", "hang", "outage"];
+
+describe.each(FLOWS)("$name", (flow) => {
+  test.each(FAULT_MODES)("the k-th store call %s, for every k", async (mode) => {
+    const calls = await callsOf(flow);
+    expect(calls.length).toBeGreaterThan(3);
+    // Every k at once: each scenario has its own server and store, so they run side by side.
+    await Promise.all(calls.map(async (method, index) => {
+      const k = index + 1;
+      const label = `${mode} at call ${k} (${method})`;
+      const w = await world();
+      const st = await freshState(flow.pkce);
+      w.injector.arm(k, mode);
+      const stopped = await runSteps(w, flow.steps, st, 0, label);
+      expect(stopped, `${label}: the fault fired and the request failed`).toBeGreaterThanOrEqual(0);
+      tally.injected++;
+
+      // The fault clears. Nothing may need to expire first: the clock stands still from here on.
+      w.injector.clear();
+      await w.injector.settled();
+      const step = flow.steps[stopped]!;
+      const retry = await see(await step.send(w, st));
+      if (CHANGES_NOTHING.includes(mode) || !step.spends || retry.status === 200) {
+        await step.accept(w, st, retry);
+        expect(await runSteps(w, flow.steps, st, stopped + 1, `${label}, rest of the flow`)).toBe(-1);
+        tally.retried++;
+      } else {
+        // The broken call did its work (the code or refresh token is spent, or the grant revoked as a replay):
+        // the client learns so cleanly, and starts again below.
+        expect({ status: retry.status, error: JSON.parse(retry.body).error }, `${label}: retry`).toEqual({ status: 400, error: "invalid_grant" });
+      }
+      expect(await runSteps(w, flow.steps, await freshState(flow.pkce), 0, `${label}, a new flow`)).toBe(-1);
+      tally.fresh++;
+    }));
+  }, 30_000);
+});
+
+test("a hung store call ends in 503 temporarily_unavailable after storageTimeout, not later", async () => {
+  const w = await world();
+  w.injector.arm(1, "hang");
+  const started = Date.now();
+  const seen = await see(await postToken(w.f.server, { grant_type: "client_credentials", client_id: "backend", client_secret: SECRETS.backend, scope: "export" }));
+  const elapsed = Date.now() - started;
+  expect(seen.status).toBe(503);
+  expect(JSON.parse(seen.body)).toMatchObject({ error: "temporarily_unavailable" });
+  expect(elapsed).toBeGreaterThanOrEqual(STORAGE_TIMEOUT - 5);
+  expect(elapsed).toBeLessThan(STORAGE_TIMEOUT + 1_000);
+});
+
+test("a store that throws a non-Error, or rejects with one, gives 500 server_error with no detail", async () => {
+  for (const mode of ["throw", "reject"] as const) {
+    const w = await world();
+    w.injector.arm(1, mode);
+    const seen = await see(await postToken(w.f.server, { grant_type: "client_credentials", client_id: "backend", client_secret: SECRETS.backend, scope: "export" }));
+    expect({ status: seen.status, body: JSON.parse(seen.body) }).toEqual({
+      status: 500,
+      body: { error: "server_error", error_description: "The server could not complete the request" },
+    });
+    expect(seen.body).not.toMatch(/injected|fault|getClient/i);
+    expect(w.f.errors.length, "the failure reaches onError").toBeGreaterThan(0);
+  }
+});
+
+test("the resource guard reports a store failure to onError, as the endpoints do", async () => {
+  for (const mode of ["reject", "hang"] as const) {
+    const w = await world();
+    const issued = await see(await postToken(w.f.server, { grant_type: "client_credentials", client_id: "backend", client_secret: SECRETS.backend, scope: "read" }));
+    const access = JSON.parse(issued.body).access_token as string;
+    const reported = w.f.errors.length;
+    w.injector.arm(1, mode); // findAccessToken
+    const seen = await see(await w.api(new Request(`${ISSUER}/api/reports`, { headers: { authorization: `Bearer ${access}` } })));
+    expect(seen.status, `${mode}: ${seen.body}`).toBe(mode === "hang" ? 503 : 500);
+    // The operator must see a failing store at the guard as at the token endpoint: onError is how (README).
+    expect(w.f.errors.length - reported, `${mode}: onError reports of the guard's store failure`).toBe(1);
+  }
+});
+
+test("a throwing onError hook does not turn a store failure into a crash, at the endpoints or the resource guard", async () => {
+  const injector = new FaultInjector(memoryStorage());
+  const f = await fixture({ storage: injector.storage, storageTimeout: STORAGE_TIMEOUT, onError: () => { throw new Error("the error hook failed too"); } });
+  const api = f.server.protect("read", () => new Response("ok"));
+  injector.arm(1, "reject");
+  const token = await see(await postToken(f.server, { grant_type: "client_credentials", client_id: "backend", client_secret: SECRETS.backend, scope: "read" }));
+  expect(token.status).toBe(500);
+  injector.arm(1, "reject");
+  let guard: Response | undefined;
+  let escaped: unknown;
+  try {
+    guard = await api(new Request(`${ISSUER}/api/reports`, { headers: { authorization: `Bearer ${"A".repeat(43)}` } }));
+  } catch (error) {
+    escaped = error;
+  }
+  expect(escaped, "an exception escaped protect()").toBeUndefined();
+  expect(guard?.status).toBe(500);
+});
