@@ -7,8 +7,7 @@
  */
 import { serveDeno } from "../adapters/deno.ts";
 import { fromRequest, toResponse } from "../http.ts";
-import { createReferenceApp, type ReferenceApp } from "../reference/app.ts";
-import { banner, loadConfig, parseArgs } from "./args.ts";
+import { main } from "./main.ts";
 
 /** The slice of the `Deno` namespace used here, typed structurally so `tsc` needs no Deno types. */
 const deno = (globalThis as unknown as {
@@ -24,35 +23,14 @@ const deno = (globalThis as unknown as {
 const clientAddress = (info: unknown): string | undefined =>
   (info as { remoteAddr?: { hostname?: string } } | undefined)?.remoteAddr?.hostname;
 
-async function main(): Promise<void> {
+await main({
   // `deno task start -- --port 0` passes the "--" through; npm and Bun drop it.
-  const args = parseArgs(deno.args[0] === "--" ? deno.args.slice(1) : deno.args);
-  const config = await loadConfig(args.config, (path) => deno.readTextFile(path));
-  // The issuer needs the port, which "--port 0" only knows after listening; requests wait for the app.
-  let ready!: (app: ReferenceApp) => void;
-  const app = new Promise<ReferenceApp>((resolve) => (ready = resolve));
-  const running = await serveDeno({
-    fetch: async (request, info) => {
-      // Read before waiting: Deno's handler info is only valid while the request is open.
-      const incoming = fromRequest(request, clientAddress(info));
-      return toResponse(await (await app).handle(incoming));
-    },
-  }, {
-    port: args.port,
-    hostname: args.host,
-    onError: (error) => console.error("internal error:", error),
-  });
-  ready(await createReferenceApp({ issuer: running.url, config, onError: (error, where) => console.error(`error at ${where.endpoint}:`, error) }));
-  // One write, so whoever waits for the listening line sees the recipes too.
-  console.log(`listening on ${running.url}` + banner(running.url, args.config === undefined));
-  const stop = (): void => {
-    running.close().then(() => deno.exit(0), () => deno.exit(1));
-  };
-  deno.addSignalListener("SIGINT", stop);
-  deno.addSignalListener("SIGTERM", stop);
-}
-
-main().catch((error: unknown) => {
-  console.error(error instanceof Error ? error.message : String(error));
-  deno.exit(1);
+  args: deno.args[0] === "--" ? deno.args.slice(1) : deno.args,
+  readText: (path) => deno.readTextFile(path),
+  serve: (handle, options) =>
+    serveDeno({
+      fetch: (request, info) => handle(fromRequest(request, clientAddress(info))).then(toResponse),
+    }, options),
+  onSignal: (signal, listener) => deno.addSignalListener(signal, listener),
+  exit: (code) => deno.exit(code),
 });
