@@ -31,41 +31,35 @@ export async function verifyBearer(
   requiredScope: string | undefined,
   context: ServerContext,
 ): Promise<AccessTokenInfo> {
-  const realm = `Bearer realm="${context.issuer}"`;
-  const challenge = (code: string, description: string, extra = "") =>
-    `${realm}, error="${code}", error_description="${description}"${extra}`;
   if (authorization === null || !/^bearer(?: |$)/i.test(authorization)) {
     throw new OAuthError("invalid_token", {
       description: "An access token is required",
-      headers: { "www-authenticate": realm },
+      headers: { "www-authenticate": `Bearer realm="${context.issuer}"` },
     });
   }
   const match = BEARER.exec(authorization);
-  if (!match) {
-    const description = "The Authorization header is malformed";
-    throw new OAuthError("invalid_request", {
-      description,
-      headers: { "www-authenticate": challenge("invalid_request", description) },
-    });
-  }
+  if (!match) throw refused("invalid_request", "The Authorization header is malformed", context);
   const now = context.clock();
-  const record = await context.storage.findAccessToken(await sha256(match[1]!), now);
+  const record = await context.storage.findAccessToken(sha256(match[1]!), now);
   const client = record && await context.storage.getClient(record.client_id);
   if (!record || !client || !client.active) {
-    const description = "The access token is invalid or has expired";
-    throw new OAuthError("invalid_token", {
-      description,
-      headers: { "www-authenticate": challenge("invalid_token", description) },
-    });
+    throw refused("invalid_token", "The access token is invalid or has expired", context);
   }
   if (requiredScope !== undefined && !record.scope.split(" ").includes(requiredScope)) {
-    const description = "The access token does not grant the required scope";
-    throw new OAuthError("insufficient_scope", {
-      description,
-      headers: { "www-authenticate": challenge("insufficient_scope", description, `, scope="${requiredScope}"`) },
-    });
+    throw refused("insufficient_scope", "The access token does not grant the required scope", context, `, scope="${requiredScope}"`);
   }
   const info: AccessTokenInfo = { client_id: record.client_id, scope: record.scope, exp: Math.floor(record.expires_at / 1000) };
   if (record.user_id !== undefined) info.user_id = record.user_id;
   return info;
+}
+
+/** The error, and its RFC 6750 §3 challenge naming the error code. */
+function refused(
+  code: "invalid_request" | "invalid_token" | "insufficient_scope",
+  description: string,
+  context: ServerContext,
+  extra = "",
+): OAuthError {
+  const challenge = `Bearer realm="${context.issuer}", error="${code}", error_description="${description}"${extra}`;
+  return new OAuthError(code, { description, headers: { "www-authenticate": challenge } });
 }

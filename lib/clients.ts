@@ -117,7 +117,7 @@ export async function buildClient(
     active: true,
     created_at: options.clock(),
   };
-  if (secret !== undefined) client.secret_hash = await sha256(secret);
+  if (secret !== undefined) client.secret_hash = sha256(secret);
   return secret === undefined ? { client } : { client, client_secret: secret };
 }
 

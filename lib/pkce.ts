@@ -12,6 +12,6 @@ export const CODE_VERIFIER: RegExp = /^[A-Za-z0-9\-._~]{43,128}$/;
 export const CODE_CHALLENGE: RegExp = /^[A-Za-z0-9\-_]{43}$/;
 
 /** Whether BASE64URL(SHA256(verifier)) equals the challenge, compared in constant time (RFC 7636 §4.6). */
-export async function verifyPkce(verifier: string, challenge: string): Promise<boolean> {
-  return timingSafeEqual(await sha256(verifier), challenge);
+export function verifyPkce(verifier: string, challenge: string): boolean {
+  return timingSafeEqual(sha256(verifier), challenge);
 }

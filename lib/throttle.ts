@@ -54,6 +54,7 @@ export function memoryThrottle(options: MemoryThrottleOptions = {}): Throttle {
   const blockFor = (strikes: number) => Math.min(baseBlock * 2 ** (strikes - 1), 3_600_000);
   return {
     retryAfter(key, now) {
+      if (entries.size === 0) return 0; // the usual case, answered without hashing the key
       const entry = entries.get(key);
       return entry && entry.blockedUntil > now ? entry.blockedUntil - now : 0;
     },

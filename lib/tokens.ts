@@ -30,17 +30,12 @@ export interface MintRequest {
 }
 
 /** Mints an access token (and a refresh token when asked): the response to send and the records to store. */
-export async function mintTokens(
+export function mintTokens(
   request: MintRequest,
   context: ServerContext,
   now: number,
-): Promise<{ response: TokenResponse; records: IssuedTokens }> {
+): { response: TokenResponse; records: IssuedTokens } {
   const accessToken = randomToken();
-  const refreshToken = request.refresh_expires_at === undefined ? undefined : randomToken();
-  const [accessHash, refreshHash] = await Promise.all([
-    sha256(accessToken),
-    refreshToken === undefined ? undefined : sha256(refreshToken),
-  ]);
   const response: TokenResponse = {
     access_token: accessToken,
     token_type: "Bearer",
@@ -48,22 +43,41 @@ export async function mintTokens(
     scope: request.scope,
   };
   const records: IssuedTokens = {
-    access: { hash: accessHash, client_id: request.client_id, scope: request.scope, expires_at: now + context.accessTokenTtl },
+    access: { hash: sha256(accessToken), client_id: request.client_id, scope: request.scope, expires_at: now + context.accessTokenTtl },
   };
   if (request.user_id !== undefined) records.access.user_id = request.user_id;
   if (request.grant_id !== undefined) records.access.grant_id = request.grant_id;
-  if (refreshToken !== undefined && refreshHash !== undefined && request.grant_id !== undefined) {
+  if (request.refresh_expires_at !== undefined && request.grant_id !== undefined) {
+    const refreshToken = randomToken();
     response.refresh_token = refreshToken;
     records.refresh = {
-      hash: refreshHash,
+      hash: sha256(refreshToken),
       grant_id: request.grant_id,
       client_id: request.client_id,
       scope: request.scope,
-      expires_at: request.refresh_expires_at!,
+      expires_at: request.refresh_expires_at,
     };
     if (request.user_id !== undefined) records.refresh.user_id = request.user_id;
   }
   return { response, records };
+}
+
+const BASE64URL = /^[A-Za-z0-9_-]+$/;
+
+/**
+ * The token response as JSON, the same text `JSON.stringify` gives (members in the same order), written out
+ * because it is the one body every token request returns: the tokens are base64url, which never needs
+ * escaping (checked, with `JSON.stringify` as the fallback), and the scope goes through `JSON.stringify`.
+ */
+export function tokenResponseJson(response: TokenResponse): string {
+  const { access_token, refresh_token } = response;
+  if (!BASE64URL.test(access_token) || (refresh_token !== undefined && !BASE64URL.test(refresh_token)) ||
+    Object.keys(response).length !== (refresh_token === undefined ? 4 : 5)) {
+    return JSON.stringify(response);
+  }
+  const json = `{"access_token":"${access_token}","token_type":${JSON.stringify(response.token_type)},` +
+    `"expires_in":${JSON.stringify(response.expires_in)},"scope":${JSON.stringify(response.scope)}`;
+  return refresh_token === undefined ? json + "}" : `${json},"refresh_token":"${refresh_token}"}`;
 }
 
 /** A new grant identifier (the id of a token family; not a secret). */

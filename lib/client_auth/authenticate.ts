@@ -8,7 +8,6 @@ import { OAuthError } from "../errors.ts";
 import type { HttpRequest } from "../http.ts";
 import type { ServerContext } from "../options.ts";
 import type { ClientRecord } from "../storage/types.ts";
-import type { Throttle } from "../throttle.ts";
 import { type PresentedCredentials, readBasic } from "./client_secret_basic.ts";
 import { readForm } from "./client_secret_post.ts";
 
@@ -35,13 +34,13 @@ export async function authenticateClient(
   form: Map<string, string>,
   context: ServerContext,
 ): Promise<AuthenticatedClient> {
-  const denied = (description: string) => clientAuthFailed(description, context);
-
   let presented: PresentedCredentials | null;
   try {
     presented = readBasic(request.header("authorization"));
   } catch (error) {
-    throw (error as OAuthError).code === "invalid_client" ? denied("The Authorization header is malformed") : error;
+    throw (error as OAuthError).code === "invalid_client"
+      ? clientAuthFailed("The Authorization header is malformed", context)
+      : error;
   }
   if (presented) {
     // RFC 6749 §2.3: a client MUST NOT use more than one authentication method in each request.
@@ -59,46 +58,45 @@ export async function authenticateClient(
 
   const { throttle } = context;
   const keys = throttle ? throttleKeys(presented.client_id, request.remoteAddress) : undefined;
-  if (throttle && keys) await refuseIfThrottled(throttle, keys, context.clock());
+  if (throttle && keys) {
+    // Sequential, as a shared store may want; an in-memory throttle answers at once, so nothing is awaited.
+    const now = context.clock();
+    let wait = 0;
+    for (const key of keys) {
+      const result = throttle.retryAfter(key, now);
+      wait = Math.max(wait, typeof result === "number" ? result : await result);
+    }
+    if (wait > 0) {
+      throw new OAuthError("slow_down", {
+        description: "Too many failed client authentications; try again later",
+        headers: { "retry-after": String(Math.ceil(wait / 1000)) },
+      });
+    }
+  }
   const client = await context.storage.getClient(presented.client_id);
-  const ok = await verify(client, presented);
-  if (!ok || !client) {
+  if (!verify(client, presented) || !client) {
     if (throttle && keys) {
       const now = context.clock();
       for (const key of keys) await throttle.fail(key, now);
     }
-    throw denied("Client authentication failed");
+    throw clientAuthFailed("Client authentication failed", context);
   }
   return { client, method: client.type === "public" ? "none" : presented.method };
 }
 
 /** Whether the presented credentials authenticate the client. */
-async function verify(client: ClientRecord | null, presented: PresentedCredentials): Promise<boolean> {
+function verify(client: ClientRecord | null, presented: PresentedCredentials): boolean {
   if (!client || !client.active) {
     // Hash anyway, so an unknown client_id costs the same time as a wrong secret.
-    if (presented.client_secret !== undefined) await sha256(presented.client_secret);
+    if (presented.client_secret !== undefined) sha256(presented.client_secret);
     return false;
   }
   if (client.type === "public") return presented.method === "none";
   if (presented.client_secret === undefined || client.secret_hash === undefined) return false;
-  return timingSafeEqual(await sha256(presented.client_secret), client.secret_hash);
+  return timingSafeEqual(sha256(presented.client_secret), client.secret_hash);
 }
 
 function throttleKeys(clientId: string, address: string | undefined): string[] {
   const at = address ?? "unknown";
   return address === undefined ? [`client:${clientId}@${at}`] : [`addr:${address}`, `client:${clientId}@${at}`];
-}
-
-async function refuseIfThrottled(throttle: Throttle, keys: string[], now: number): Promise<void> {
-  let wait = 0;
-  for (const key of keys) {
-    const result = throttle.retryAfter(key, now);
-    wait = Math.max(wait, typeof result === "number" ? result : await result);
-  }
-  if (wait > 0) {
-    throw new OAuthError("slow_down", {
-      description: "Too many failed client authentications; try again later",
-      headers: { "retry-after": String(Math.ceil(wait / 1000)) },
-    });
-  }
 }

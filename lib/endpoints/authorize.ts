@@ -111,7 +111,7 @@ async function issueCode(
 ): Promise<string> {
   const code = randomToken();
   await context.storage.saveCode({
-    hash: await sha256(code),
+    hash: sha256(code),
     grant_id: newGrantId(),
     client_id: authorization.client.client_id,
     user_id: user.id,

@@ -20,7 +20,7 @@ export async function introspectEndpoint(request: HttpRequest, context: ServerCo
   }
   const token = form.get("token");
   if (token === undefined) throw new OAuthError("invalid_request", { description: "The token parameter is required" });
-  const found = await findToken(await sha256(token), form.get("token_type_hint"), context);
+  const found = await findToken(sha256(token), form.get("token_type_hint"), context);
   const live = found && (found.kind === "access_token" || found.record.rotated_at === undefined);
   const owner = live ? await context.storage.getClient(found.record.client_id) : null;
   if (!found || !owner?.active) return jsonResponse(200, { active: false });

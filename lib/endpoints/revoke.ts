@@ -21,7 +21,7 @@ export async function revokeEndpoint(request: HttpRequest, context: ServerContex
   const { client } = await authenticateClient(request, form, context);
   const token = form.get("token");
   if (token === undefined) throw new OAuthError("invalid_request", { description: "The token parameter is required" });
-  const found = await findToken(await sha256(token), form.get("token_type_hint"), context);
+  const found = await findToken(sha256(token), form.get("token_type_hint"), context);
   if (found && found.record.client_id === client.client_id) {
     if (found.kind === "refresh_token") await context.storage.revokeGrant(found.record.grant_id);
     else await context.storage.revokeAccessToken(found.record.hash);

@@ -9,8 +9,9 @@ import { authorizationCode } from "../grants/authorization_code.ts";
 import { clientCredentials } from "../grants/client_credentials.ts";
 import { refreshToken } from "../grants/refresh_token.ts";
 import type { Grant } from "../grants/types.ts";
-import { type HttpRequest, type HttpResponse, jsonResponse, printable } from "../http.ts";
+import { type HttpRequest, type HttpResponse, jsonTextResponse, printable } from "../http.ts";
 import type { ServerContext } from "../options.ts";
+import { tokenResponseJson } from "../tokens.ts";
 import { readPostedForm } from "./form.ts";
 
 /** Grant handlers by their wire name. */
@@ -38,5 +39,5 @@ export async function tokenEndpoint(request: HttpRequest, context: ServerContext
   if (!client.grant_types.includes(grantType as never)) {
     throw new OAuthError("unauthorized_client", { description: "The client may not use this grant type" });
   }
-  return jsonResponse(200, await grant.exchange(form, client, context));
+  return jsonTextResponse(200, tokenResponseJson(await grant.exchange(form, client, context)));
 }

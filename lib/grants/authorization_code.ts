@@ -28,7 +28,7 @@ export const authorizationCode: Grant = {
 
     const { storage } = context;
     const now = context.clock();
-    const hash = await sha256(code);
+    const hash = sha256(code);
     const record = await storage.findCode(hash, now);
     if (!record) throw invalidGrant("The authorization code is invalid or has expired");
     if (record.redeemed_at !== undefined) {
@@ -45,7 +45,7 @@ export const authorizationCode: Grant = {
       }
     } else {
       if (verifier === undefined) throw missing("code_verifier");
-      if (!(await verifyPkce(verifier, record.code_challenge))) throw invalidGrant("PKCE verification failed");
+      if (!verifyPkce(verifier, record.code_challenge)) throw invalidGrant("PKCE verification failed");
     }
 
     // The client's registration may have changed since the user approved.
@@ -54,7 +54,7 @@ export const authorizationCode: Grant = {
     }
 
     const refresh = client.grant_types.includes("refresh_token");
-    const { response, records } = await mintTokens({
+    const { response, records } = mintTokens({
       client_id: client.client_id,
       user_id: record.user_id,
       scope: record.scope,

@@ -15,7 +15,7 @@ export const clientCredentials: Grant = {
     const now = context.clock();
     // RFC 6749 §4.4.3 says a refresh token SHOULD NOT be included; the spec lets configuration allow it.
     const refresh = client.client_credentials_refresh_token && client.grant_types.includes("refresh_token");
-    const { response, records } = await mintTokens({
+    const { response, records } = mintTokens({
       client_id: client.client_id,
       scope,
       grant_id: refresh ? newGrantId() : undefined,

@@ -20,7 +20,7 @@ export const refreshToken: Grant = {
     }
     const { storage } = context;
     const now = context.clock();
-    const hash = await sha256(token);
+    const hash = sha256(token);
     const record = await storage.findRefreshToken(hash, now);
     if (!record) throw invalidGrant("The refresh token is invalid, expired or revoked");
     if (record.client_id !== client.client_id) throw invalidGrant("The refresh token was issued to another client");
@@ -38,7 +38,7 @@ export const refreshToken: Grant = {
       throw new OAuthError("invalid_scope", { description: "The scope is no longer allowed for this client" });
     }
 
-    const { response, records } = await mintTokens({
+    const { response, records } = mintTokens({
       client_id: client.client_id,
       user_id: record.user_id,
       scope: record.scope,

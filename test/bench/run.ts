@@ -1,0 +1,559 @@
+/**
+ * `npm run bench`: every benchmark in one invocation, a table on stdout, JSON in `.artifacts/bench/`.
+ *
+ *   tsx test/bench/run.ts [--seconds 5] [--rounds 2] [--warmup 2] [--inprocess-seconds 2]
+ *                         [--runtimes node,deno,bun] [--connections 32] [--no-http] [--no-inprocess]
+ *                         [--only SCENARIOS] [--profile] [--node-tsx] [--smoke] [--out DIR]
+ *
+ * In-process rows run `test/bench/inprocess.ts` on each runtime as a child process; on Node, the bench's entry
+ * points are first compiled with tsc (`test/bench/tsconfig.json`), so Node runs JavaScript as npm users do.
+ * HTTP rows start one bench server per row and round (`serve_{node,deno,bun}.ts`) on 127.0.0.1 and load it
+ * with autocannon from this process; rounds alternate the order of the rows. Every load run is bounded in time (or in requests, for the
+ * code-exchange warm-up, with a time cap), talks only to loopback, and every child is stopped at the end.
+ *
+ * `--smoke` is the CI check: Node only, a few seconds per row, and a non-zero exit when in-process
+ * client_credentials falls below half of the bare in-process handler measured in the same run (a ratio, never
+ * an absolute time), or when any request failed.
+ *
+ * @module
+ */
+import autocannon from "autocannon";
+import { type ChildProcess, execFileSync, spawn } from "node:child_process";
+import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { cpus, loadavg, totalmem } from "node:os";
+import { join, resolve } from "node:path";
+import process from "node:process";
+import { fileURLToPath } from "node:url";
+import { CLIENT_CREDENTIALS_BODY, codeExchangeBody, FORM_HEADERS, type ReadyLine, TOKEN_PATH } from "./fixture.ts";
+import { type Measurement, round, Samples } from "./stats.ts";
+
+type Runtime = "node" | "deno" | "bun";
+type HttpScenario = "bare" | "bare-fetch" | "client_credentials" | "authorization_code";
+
+const HERE = fileURLToPath(new URL(".", import.meta.url));
+const ROOT = resolve(HERE, "../..");
+const BIN = { deno: join(ROOT, "node_modules/.bin/deno"), bun: join(ROOT, "node_modules/.bin/bun") };
+
+// ---------------------------------------------------------------------------------------------------------
+// Options
+
+function parseFlags(argv: string[]): Map<string, string> {
+  const map = new Map<string, string>();
+  for (let i = 0; i < argv.length; i++) {
+    const arg = argv[i]!;
+    if (!arg.startsWith("--")) throw new Error(`Cannot parse arguments: unexpected "${arg}"`);
+    const next = argv[i + 1];
+    map.set(arg.slice(2), next !== undefined && !next.startsWith("--") ? (i++, next) : "true");
+  }
+  return map;
+}
+
+const flags = parseFlags(process.argv.slice(2));
+const smoke = flags.has("smoke");
+const num = (name: string, fallback: number): number => {
+  const value = Number(flags.get(name) ?? fallback);
+  if (!(value > 0)) throw new Error(`--${name} must be a positive number`);
+  return value;
+};
+const options = {
+  seconds: num("seconds", smoke ? 2 : 5),
+  rounds: num("rounds", smoke ? 1 : 2),
+  warmup: num("warmup", smoke ? 1 : 2),
+  inprocessSeconds: num("inprocess-seconds", 2),
+  inprocessRounds: num("inprocess-rounds", 2),
+  connections: num("connections", 32),
+  runtimes: (flags.get("runtimes") ?? (smoke ? "node" : "node,deno,bun")).split(",") as Runtime[],
+  http: !flags.has("no-http"),
+  inprocess: !flags.has("no-inprocess"),
+  profile: flags.has("profile"),
+  /** Run the Node rows through tsx instead of the tsc build. */
+  nodeTsx: flags.has("node-tsx"),
+  /** Scenarios to run (in-process and HTTP), default all. */
+  only: flags.get("only")?.split(","),
+  out: resolve(ROOT, flags.get("out") ?? ".artifacts/bench"),
+};
+for (const r of options.runtimes) if (!["node", "deno", "bun"].includes(r)) throw new Error(`Unknown runtime "${r}"`);
+const PROFILES = join(options.out, "profiles");
+
+// ---------------------------------------------------------------------------------------------------------
+// Child processes
+
+const children = new Set<ChildProcess>();
+function stopAll(): void {
+  for (const child of children) child.kill("SIGKILL");
+}
+process.on("exit", stopAll);
+for (const signal of ["SIGINT", "SIGTERM"] as const) {
+  process.once(signal, () => {
+    stopAll();
+    process.exit(130);
+  });
+}
+
+/** Where `test/bench/tsconfig.json` compiles the Node entry points. */
+const BUILD = join(ROOT, ".artifacts/bench/build/test/bench");
+
+/**
+ * Compiles the Node entry points with tsc, as `npm run build` compiles the package: Node then runs plain
+ * JavaScript, as an npm user does, rather than tsx's output (whose keepNames wrapper costs a call per closure).
+ */
+function buildForNode(): void {
+  execFileSync(process.execPath, [join(ROOT, "node_modules/typescript/bin/tsc"), "-p", join(HERE, "tsconfig.json")], {
+    cwd: ROOT,
+    stdio: "inherit",
+  });
+}
+
+/** The command that runs a TypeScript file of this folder on a runtime. */
+function command(runtime: Runtime, file: string, args: string[]): [string, string[]] {
+  const path = join(HERE, file);
+  if (runtime === "node") {
+    const profile = options.profile ? ["--cpu-prof", `--cpu-prof-dir=${PROFILES}`] : [];
+    if (options.nodeTsx) return [process.execPath, ["--import", "tsx", ...profile, path, ...args]];
+    return [process.execPath, [...profile, join(BUILD, file.replace(/\.ts$/, ".js")), ...args]];
+  }
+  if (runtime === "deno") return [BIN.deno, ["run", "--allow-net", path, ...args]];
+  return [BIN.bun, [path, ...args]];
+}
+
+function start(runtime: Runtime, file: string, args: string[]): ChildProcess {
+  const [cmd, argv] = command(runtime, file, args);
+  const child = spawn(cmd, argv, { cwd: ROOT, stdio: ["ignore", "pipe", "inherit"] });
+  children.add(child);
+  child.once("exit", () => children.delete(child));
+  return child;
+}
+
+/** The first line a child prints, parsed as JSON; fails if it exits or stays silent past `ms`. */
+function firstLine<T>(child: ChildProcess, ms: number): Promise<T> {
+  return new Promise((resolve, reject) => {
+    let buffered = "";
+    const timer = setTimeout(() => fail(new Error(`no output within ${ms} ms`)), ms);
+    const fail = (error: Error): void => {
+      clearTimeout(timer);
+      child.kill("SIGKILL");
+      reject(error);
+    };
+    child.stdout!.setEncoding("utf8");
+    child.stdout!.on("data", (chunk: string) => {
+      buffered += chunk;
+      const newline = buffered.indexOf("\n");
+      if (newline === -1) return;
+      clearTimeout(timer);
+      child.removeListener("exit", onExit);
+      try {
+        resolve(JSON.parse(buffered.slice(0, newline)) as T);
+      } catch (error) {
+        reject(error as Error);
+      }
+    });
+    const onExit = (code: number | null): void => fail(new Error(`exited with ${code} before printing`));
+    child.once("exit", onExit);
+  });
+}
+
+/** SIGTERM, then SIGKILL if the child is still there after 5 s. */
+async function stop(child: ChildProcess): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return;
+  const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));
+  child.kill("SIGTERM");
+  const timer = setTimeout(() => child.kill("SIGKILL"), 5000);
+  await exited;
+  clearTimeout(timer);
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// In-process rows
+
+interface InProcessOutput {
+  runtime: { name: Runtime; version: string };
+  results: Record<string, Measurement>;
+}
+
+async function inProcess(runtime: Runtime, only: string[]): Promise<InProcessOutput> {
+  const child = start(runtime, "inprocess.ts", [
+    "--seconds", String(options.inprocessSeconds),
+    "--warmup", String(Math.min(options.warmup, 1)),
+    "--rounds", String(options.inprocessRounds),
+    "--only", only.join(","),
+  ]);
+  const timeout = (only.length * (options.inprocessSeconds * options.inprocessRounds + 2) + 120) * 1000;
+  const output = await firstLine<InProcessOutput>(child, timeout);
+  // It exits by itself once done (which lets `--cpu-prof` write its profile); stop it if it lingers.
+  await Promise.race([new Promise((resolve) => child.once("exit", resolve)), new Promise((resolve) => setTimeout(resolve, 5000))]);
+  await stop(child);
+  return output;
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// HTTP rows
+
+const SERVE_FILE: Record<Runtime, string> = { node: "serve_node.ts", deno: "serve_deno.ts", bun: "serve_bun.ts" };
+
+interface LoadResult {
+  samples: Samples;
+  /** CPU seconds the server process used during the run (Linux only), and this process (the load generator). */
+  serverCpu?: number;
+  clientCpu?: number;
+  /** Responses by status code. */
+  statuses: Record<string, number>;
+  count: number;
+  errors: number;
+  seconds: number;
+}
+
+/** One autocannon run; `next` supplies a body per request (and returning undefined stops the run). */
+function load(
+  port: number,
+  bounds: { seconds: number } | { amount: number },
+  body: string | (() => string | undefined),
+): Promise<LoadResult> {
+  const samples = new Samples();
+  const statuses: Record<string, number> = {};
+  let failed = 0;
+  let ended = false;
+  return new Promise((resolve, reject) => {
+    let instance: ReturnType<typeof autocannon> | undefined;
+    const dynamic = typeof body === "function";
+    instance = autocannon({
+      url: `http://127.0.0.1:${port}${TOKEN_PATH}`,
+      connections: options.connections,
+      method: "POST",
+      headers: FORM_HEADERS,
+      timeout: 10,
+      ...("seconds" in bounds ? { duration: bounds.seconds } : { amount: bounds.amount }),
+      ...(dynamic
+        ? {
+          requests: [{
+            setupRequest: (request) => {
+              const next = body();
+              if (next === undefined) {
+                // Out of codes: stop now rather than send a spent one.
+                if (!ended) setImmediate(() => instance?.stop());
+                ended = true;
+                return { ...request, body: codeExchangeBody("spent") };
+              }
+              return { ...request, body: next };
+            },
+          }],
+        }
+        : { body }),
+    }, (error, result) => {
+      clearTimeout(cap);
+      if (error) return reject(error);
+      resolve({ samples, statuses, count: samples.length, errors: failed + result.errors + result.timeouts, seconds: result.duration });
+    });
+    instance.on("response", (_client, status, _bytes, ms) => {
+      if (ended && dynamic) return; // answers to the "spent" filler after the pool ran dry are not counted
+      samples.add(ms);
+      statuses[status] = (statuses[status] ?? 0) + 1;
+      if (status < 200 || status > 299) failed++;
+    });
+    // A hard cap on every run, whatever its bounds say.
+    const cap = setTimeout(() => instance?.stop(), ("seconds" in bounds ? bounds.seconds : 60) * 1000 + 30_000);
+  });
+}
+
+/** CPU seconds (user + system) of a process so far, from /proc; undefined where there is no /proc. */
+function cpuSeconds(pid: number | undefined): number | undefined {
+  if (pid === undefined) return undefined;
+  try {
+    const fields = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1]!.split(" ");
+    return (Number(fields[11]) + Number(fields[12])) / CLOCK_TICKS;
+  } catch {
+    return undefined;
+  }
+}
+
+const CLOCK_TICKS = (() => {
+  try {
+    return Number(execFileSync("getconf", ["CLK_TCK"], { encoding: "utf8" })) || 100;
+  } catch {
+    return 100;
+  }
+})();
+
+/** Runs a load and adds the CPU time that the server and this process spent on it. */
+async function withCpu(child: ChildProcess, run: () => Promise<LoadResult>): Promise<LoadResult> {
+  const server = cpuSeconds(child.pid);
+  const client = process.cpuUsage();
+  const result = await run();
+  const serverAfter = cpuSeconds(child.pid);
+  if (server !== undefined && serverAfter !== undefined) result.serverCpu = serverAfter - server;
+  const used = process.cpuUsage(client);
+  result.clientCpu = (used.user + used.system) / 1e6;
+  return result;
+}
+
+async function codes(control: number, n: number): Promise<string[]> {
+  const response = await fetch(`http://127.0.0.1:${control}/codes?n=${n}`);
+  if (!response.ok) throw new Error(`Cannot get codes: ${response.status}`);
+  return (await response.json()) as string[];
+}
+
+/** One round of one HTTP row, on a fresh server process. */
+async function httpRound(runtime: Runtime, scenario: HttpScenario): Promise<LoadResult> {
+  const mode = scenario === "bare" ? "bare" : scenario === "bare-fetch" ? "bare-fetch" : "oauth";
+  const child = start(runtime, SERVE_FILE[runtime], ["--mode", mode]);
+  try {
+    const ready = await firstLine<ReadyLine>(child, 60_000);
+    if (scenario !== "authorization_code") {
+      // The bare servers read the same form body as the token endpoint, and ignore it.
+      await load(ready.port, { seconds: options.warmup }, CLIENT_CREDENTIALS_BODY);
+      return await withCpu(child, () => load(ready.port, { seconds: options.seconds }, CLIENT_CREDENTIALS_BODY));
+    }
+    // Code exchange: each code is sent once. A warm-up on a fixed pool gives the rate, which sizes the
+    // measured pool; should the server outrun it, the run stops early and its rate stays exact.
+    const control = ready.control!;
+    let pool = await codes(control, smoke ? 2000 : 10_000);
+    const next = (): string | undefined => {
+      const code = pool.pop();
+      return code === undefined ? undefined : codeExchangeBody(code);
+    };
+    const warm = await load(ready.port, { amount: pool.length }, next);
+    const rate = warm.count / warm.seconds;
+    // Twice the warm-up rate: a warmed-up server runs faster than its warm-up.
+    pool = await codes(control, Math.ceil(rate * options.seconds * 2) + options.connections * 4);
+    return await withCpu(child, () => load(ready.port, { seconds: options.seconds }, next));
+  } finally {
+    await stop(child);
+  }
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// Table
+
+interface Row {
+  section: "in-process" | "http";
+  runtime: Runtime;
+  scenario: string;
+  label: string;
+  result: Measurement;
+  /** Rate divided by the bare baseline of the same runtime and section. */
+  ratio?: number;
+  target?: { kind: "ratio" | "rate"; value: number; met: boolean };
+}
+
+const LABELS: Record<string, string> = {
+  bare: "bare handler (baseline)",
+  "bare-fetch": "plain fetch adapter, constant JSON",
+  client_credentials: "client_credentials",
+  client_credentials_core: "client_credentials, core only (server.handle)",
+  authorization_code: "authorization_code + PKCE",
+  refresh_token: "refresh_token rotation",
+  bearer: "Bearer verification",
+};
+const HTTP_LABELS: Record<string, string> = {
+  node: "node:http",
+  deno: "Deno.serve",
+  bun: "Bun.serve",
+};
+
+/** The targets of the issue, by section, runtime and scenario. */
+function targetOf(row: Row): Row["target"] {
+  const ratio = (value: number) => ({ kind: "ratio" as const, value, met: (row.ratio ?? 0) >= value });
+  const rate = (value: number) => ({ kind: "rate" as const, value, met: row.result.rate >= value });
+  if (row.section === "http") {
+    if (row.scenario === "client_credentials") return ratio(row.runtime === "node" ? 0.55 : 0.6);
+    if (row.scenario === "authorization_code" && row.runtime === "node") return ratio(0.35);
+    return undefined;
+  }
+  if (row.scenario === "client_credentials") {
+    if (row.runtime === "node") return ratio(0.5);
+    if (row.runtime === "bun") return rate(50_000);
+  }
+  if (row.scenario === "bearer") {
+    if (row.runtime === "node") return rate(100_000);
+    if (row.runtime === "bun") return rate(200_000);
+  }
+  return undefined;
+}
+
+function fmt(n: number): string {
+  return Math.round(n).toLocaleString("en-US");
+}
+
+function table(rows: Row[]): string {
+  const lines: string[] = [];
+  const head = ["section", "runtime", "scenario", "rate/s", "p50 ms", "p99 ms", "× bare", "cpu µs/req", "target"];
+  const body = rows.map((row) => [
+    row.section,
+    row.runtime,
+    row.label,
+    fmt(row.result.rate),
+    row.result.p50.toFixed(3),
+    row.result.p99.toFixed(3),
+    row.ratio === undefined ? "" : row.ratio.toFixed(2),
+    row.result.server_cpu_us === undefined ? "" : `${row.result.server_cpu_us.toFixed(0)} + ${row.result.client_cpu_us!.toFixed(0)}`,
+    row.target === undefined
+      ? (row.result.errors > 0 ? `${row.result.errors} FAILED` : "")
+      : `${row.target.kind === "ratio" ? "≥ " + row.target.value.toFixed(2) : "≥ " + fmt(row.target.value)} ${
+        row.target.met ? "met" : "MISSED"
+      }${row.result.errors > 0 ? `, ${row.result.errors} FAILED` : ""}`,
+  ]);
+  const widths = head.map((h, i) => Math.max(h.length, ...body.map((b) => b[i]!.length)));
+  const line = (cells: string[]) =>
+    cells.map((c, i) => (i >= 3 && i <= 7 ? c.padStart(widths[i]!) : c.padEnd(widths[i]!))).join("  ").trimEnd();
+  lines.push(line(head), widths.map((w) => "-".repeat(w)).join("  "));
+  for (const b of body) lines.push(line(b));
+  return lines.join("\n");
+}
+
+function version(cmd: string, args: string[]): string {
+  try {
+    return execFileSync(cmd, args, { encoding: "utf8" }).split("\n")[0]!.trim();
+  } catch {
+    return "unavailable";
+  }
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// Main
+
+async function main(): Promise<number> {
+  const began = new Date();
+  const machine = {
+    date: began.toISOString(),
+    cpu: cpus()[0]?.model ?? "unknown",
+    cores: cpus().length,
+    memory_gb: round(totalmem() / 2 ** 30, 1),
+    /** 1-minute load average at the start and the end: other work on the machine skews every figure. */
+    load: [round(loadavg()[0]!, 2)],
+    node: process.version,
+    deno: options.runtimes.includes("deno") ? version(BIN.deno, ["--version"]) : undefined,
+    bun: options.runtimes.includes("bun") ? version(BIN.bun, ["--version"]) : undefined,
+  };
+  console.log(`oauth2-fetch-server bench, ${machine.date}: ${machine.cpu}, ${machine.cores} cores, Node ${machine.node}` +
+    (machine.deno ? `, ${machine.deno}` : "") + (machine.bun ? `, Bun ${machine.bun}` : ""));
+  console.log(`in-process: ${options.inprocessRounds} × ${options.inprocessSeconds} s per row; ` +
+    `HTTP: ${options.rounds} × ${options.seconds} s per row after ${options.warmup} s warm-up, ` +
+    `autocannon, ${options.connections} connections on 127.0.0.1\n`);
+  if (options.profile) mkdirSync(PROFILES, { recursive: true });
+  if (options.runtimes.includes("node") && !options.nodeTsx) buildForNode();
+
+  const rows: Row[] = [];
+  if (options.inprocess) {
+    const only = (smoke ? ["bare", "client_credentials"] : ["bare", "client_credentials", "client_credentials_core", "authorization_code", "refresh_token", "bearer"])
+      .filter((name) => name === "bare" || options.only === undefined || options.only.includes(name));
+    for (const runtime of options.runtimes) {
+      process.stderr.write(`in-process on ${runtime}...\n`);
+      const { results } = await inProcess(runtime, only);
+      const bare = results.bare!.rate;
+      for (const scenario of only) {
+        const result = results[scenario]!;
+        rows.push({ section: "in-process", runtime, scenario, label: LABELS[scenario]!, result, ratio: result.rate / bare });
+      }
+    }
+  }
+
+  if (options.http) {
+    const plan: [Runtime, HttpScenario][] = [];
+    for (const runtime of options.runtimes) {
+      const wanted = (s: HttpScenario) => options.only === undefined || options.only.includes(s);
+      plan.push([runtime, "bare"]);
+      if (runtime === "node" && !smoke && wanted("bare-fetch")) plan.push([runtime, "bare-fetch"]);
+      if (wanted("client_credentials")) plan.push([runtime, "client_credentials"]);
+      if (!smoke && wanted("authorization_code")) plan.push([runtime, "authorization_code"]);
+    }
+    interface Merged {
+      samples: Samples[];
+      count: number;
+      errors: number;
+      seconds: number;
+      serverCpu: number | undefined;
+      clientCpu: number;
+    }
+    const merged = new Map<string, Merged>();
+    for (let r = 0; r < options.rounds; r++) {
+      for (const [runtime, scenario] of r % 2 === 0 ? plan : [...plan].reverse()) {
+        process.stderr.write(`HTTP round ${r + 1}: ${runtime} ${scenario}...\n`);
+        const result = await httpRound(runtime, scenario);
+        const key = `${runtime}/${scenario}`;
+        if (result.errors > 0) process.stderr.write(`  failures: ${JSON.stringify(result.statuses)}\n`);
+        const entry: Merged = merged.get(key) ?? { samples: [], count: 0, errors: 0, seconds: 0, serverCpu: 0, clientCpu: 0 };
+        entry.samples.push(result.samples);
+        entry.serverCpu = entry.serverCpu === undefined || result.serverCpu === undefined
+          ? undefined
+          : entry.serverCpu + result.serverCpu;
+        entry.clientCpu += result.clientCpu ?? 0;
+        entry.count += result.count;
+        entry.errors += result.errors;
+        entry.seconds += result.seconds;
+        merged.set(key, entry);
+      }
+    }
+    for (const [runtime, scenario] of plan) {
+      const entry = merged.get(`${runtime}/${scenario}`)!;
+      const all = new Samples();
+      for (const s of entry.samples) s.forEach((v) => all.add(v));
+      const result: Measurement = {
+        rate: Math.round(entry.count / entry.seconds),
+        p50: round(all.percentile(50)),
+        p99: round(all.percentile(99)),
+        count: entry.count,
+        errors: entry.errors,
+        seconds: round(entry.seconds, 2),
+      };
+      // CPU per request: which side bounds the rate, whatever else runs on the machine.
+      if (entry.serverCpu !== undefined) result.server_cpu_us = round((entry.serverCpu * 1e6) / entry.count, 1);
+      result.client_cpu_us = round((entry.clientCpu * 1e6) / entry.count, 1);
+      const label = scenario === "bare"
+        ? `bare ${HTTP_LABELS[runtime]} (baseline)`
+        : scenario === "bare-fetch"
+        ? LABELS[scenario]!
+        : `${LABELS[scenario]} via ${runtime === "node" ? "serveNode" : HTTP_LABELS[runtime]}`;
+      rows.push({ section: "http", runtime, scenario, label, result });
+    }
+    for (const row of rows) {
+      if (row.section !== "http") continue;
+      const bare = rows.find((b) => b.section === "http" && b.runtime === row.runtime && b.scenario === "bare");
+      if (bare) row.ratio = row.result.rate / bare.result.rate;
+    }
+  }
+  for (const row of rows) {
+    const target = targetOf(row);
+    if (target) row.target = target;
+  }
+
+  machine.load.push(round(loadavg()[0]!, 2));
+  console.log(table(rows));
+  console.log("\ncpu µs/req: CPU time per request of the server process + of the load generator (autocannon, this process).");
+  console.log(`load average (1 min) at start and end: ${machine.load.join(", ")} on ${machine.cores} cores ` +
+    "(the bench keeps about 2 busy; a start figure well above 0 means other work was running and skews every row)");
+  const failures = rows.filter((row) => row.result.errors > 0);
+  const missed = rows.filter((row) => row.target && !row.target.met);
+  console.log(`\ntargets: ${rows.filter((row) => row.target?.met).length} met, ${missed.length} missed` +
+    (failures.length > 0 ? `; ${failures.length} rows had failed requests` : ""));
+
+  mkdirSync(options.out, { recursive: true });
+  const file = join(options.out, `bench-${smoke ? "smoke-" : ""}${began.toISOString().replace(/[:.]/g, "-")}.json`);
+  const json = JSON.stringify({ machine, options: { ...options, smoke }, rows }, null, 2);
+  writeFileSync(file, json);
+  writeFileSync(join(options.out, smoke ? "latest-smoke.json" : "latest.json"), json);
+  console.log(`results: ${file}`);
+
+  if (failures.length > 0) return 1;
+  if (smoke) {
+    // The CI gate: a ratio within one run, so a slower CI machine cannot fail it and a faster one cannot hide
+    // a regression.
+    const cc = rows.find((row) => row.section === "in-process" && row.runtime === "node" && row.scenario === "client_credentials");
+    if (!cc || cc.ratio === undefined || cc.ratio < 0.5) {
+      console.error(`bench smoke FAILED: in-process client_credentials is ${cc?.ratio?.toFixed(2)} of the bare handler, below 0.50`);
+      return 1;
+    }
+    console.log(`bench smoke passed: in-process client_credentials is ${cc.ratio.toFixed(2)} of the bare handler (≥ 0.50)`);
+  }
+  return 0;
+}
+
+main().then(
+  (code) => {
+    stopAll();
+    process.exit(code);
+  },
+  (error: unknown) => {
+    console.error(error);
+    stopAll();
+    process.exit(1);
+  },
+);
