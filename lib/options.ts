@@ -87,7 +87,7 @@ export interface AuthorizationServerOptions {
    * Defaults: `/authorize`, `/token`, `/revoke`, `/introspect`. Set one to `null` to leave it out.
    */
   paths?: Partial<Record<"authorize" | "token" | "revoke" | "introspect", string | null>>;
-  /** Key for the consent page's CSRF tokens, at least 32 bytes. Default: random, per process. */
+  /** Key for the consent page's CSRF tokens, at least 32 bytes. Default: random, made at start. */
   secret?: string | Uint8Array;
   /** Request limits. */
   limits?: {

@@ -17,9 +17,9 @@ export interface AuthorizationServer {
   /** The issuer identifier, normalised (no trailing slash). */
   readonly issuer: string;
   /**
-   * The Web-standard handler; bound, so `Deno.serve(server.fetch)` and `Bun.serve({ fetch: server.fetch })`
-   * work as they are. The optional second argument is what those runtimes pass (Deno's handler info, Bun's
-   * server); the client's address is read from it for throttling.
+   * The Web-standard handler; bound, so Deno's and Bun's `serve` take `server.fetch` as it is. The optional
+   * second argument is what those runtimes pass (Deno's handler info, Bun's server); the client's
+   * address is read from it for throttling.
    */
   readonly fetch: (request: Request, info?: unknown) => Promise<Response>;
   /** The same handler on the core's request shape, for adapters that avoid WHATWG objects (see `lib/http.ts`). */
@@ -52,7 +52,7 @@ export interface AuthorizationServer {
   metadata(): Record<string, unknown>;
 }
 
-/** The client's address from `Deno.serve`'s handler info or from Bun's server object, read structurally. */
+/** The client's address from the handler info Deno passes or the server object Bun passes, read structurally. */
 function remoteAddress(request: Request, info: unknown): string | undefined {
   if (typeof info !== "object" || info === null) return undefined;
   const remoteAddr = (info as { remoteAddr?: { hostname?: unknown } }).remoteAddr;
@@ -77,7 +77,7 @@ function remoteAddress(request: Request, info: unknown): string | undefined {
  * });
  * await server.clients.register({ client_id: "dashboard", name: "Dashboard", type: "confidential",
  *   scopes: ["reports.read"], grant_types: ["client_credentials"] });
- * Deno.serve(server.fetch);
+ * export default { fetch: server.fetch }; // `deno serve main.ts`, or `bun main.ts`
  * ```
  */
 export function createAuthorizationServer(options: AuthorizationServerOptions): AuthorizationServer {

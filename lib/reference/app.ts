@@ -1,7 +1,7 @@
 /**
  * The reference server as a runtime-neutral app: the authorization server, the built-in password login, and a
  * sample protected API, so the whole round trip can be seen. The entry points in `lib/cli/` serve it on Node,
- * Deno and Bun; the conformance suite can load it in-process.
+ * Deno and Bun; the conformance suite can load it in process, with no socket.
  *
  * @module
  */
