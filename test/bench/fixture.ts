@@ -26,6 +26,18 @@ export const CLIENT_CREDENTIALS_BODY: string = new URLSearchParams({
 }).toString();
 
 /** The authorization_code exchange of the public client, with PKCE. */
+/** Registers the client_credentials client that CLIENT_CREDENTIALS_BODY authenticates as. */
+export async function registerBackend(server: AuthorizationServer): Promise<void> {
+  await server.clients.register({
+    client_id: "bench-backend",
+    client_secret: BACKEND_SECRET,
+    name: "Bench backend",
+    type: "confidential",
+    scopes: ["read"],
+    grant_types: ["client_credentials"],
+  });
+}
+
 export function codeExchangeBody(code: string): string {
   return new URLSearchParams({
     grant_type: "authorization_code",
@@ -77,14 +89,7 @@ export async function createBenchServer(): Promise<AuthorizationServer> {
     authenticateUser: () => ({ id: "bench-user" }),
     onError: (error) => console.error("bench server error:", error),
   });
-  await server.clients.register({
-    client_id: "bench-backend",
-    client_secret: BACKEND_SECRET,
-    name: "Bench backend",
-    type: "confidential",
-    scopes: ["read"],
-    grant_types: ["client_credentials"],
-  });
+  await registerBackend(server);
   await server.clients.register({
     client_id: "bench-spa",
     name: "Bench SPA",

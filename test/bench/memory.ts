@@ -17,7 +17,7 @@ import { mkdirSync, writeFileSync } from "node:fs";
 import { resolve } from "node:path";
 import process from "node:process";
 import { createAuthorizationServer, type HttpRequest, memoryStorage } from "../../mod.ts";
-import { BACKEND_SECRET, CLIENT_CREDENTIALS_BODY, FORM_HEADERS, TOKEN_PATH } from "./fixture.ts";
+import { CLIENT_CREDENTIALS_BODY, FORM_HEADERS, registerBackend, TOKEN_PATH } from "./fixture.ts";
 
 const gc = (globalThis as { gc?: () => void }).gc;
 if (gc === undefined) throw new Error("Run with node --expose-gc: the heap is measured after full collections");
@@ -63,14 +63,7 @@ async function setup(ttl: number) {
     clock,
     lifetimes: { accessToken: ttl },
   });
-  await server.clients.register({
-    client_id: "bench-backend",
-    client_secret: BACKEND_SECRET,
-    name: "Bench backend",
-    type: "confidential",
-    scopes: ["read"],
-    grant_types: ["client_credentials"],
-  });
+  await registerBackend(server);
   const request = new TokenRequest();
   const issue = async (n: number) => {
     for (let i = 0; i < n; i++) {
