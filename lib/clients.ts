@@ -21,6 +21,11 @@ export interface ClientRegistration {
   redirect_uris?: string[];
   /** Scopes the client may ask for; each must be one of the server's. */
   scopes: string[];
+  /**
+   * Space-delimited scope granted when a request names none (RFC 6749 §3.3); each must be in `scopes`, and
+   * under the single scope policy it is one scope. Default: none, so requests must name a scope.
+   */
+  default_scope?: string;
   /** Default: `["authorization_code", "refresh_token"]`. */
   grant_types?: GrantType[];
   /** Whether client_credentials responses carry a refresh token. Default false. */
@@ -97,6 +102,16 @@ export async function buildClient(
   if (!Array.isArray(r.scopes) || r.scopes.length === 0) fail(`"scopes" must list at least one scope`);
   for (const s of r.scopes) if (!options.scopes.has(s)) fail(`client "${clientId}" names unknown scope "${s}"`);
 
+  if (r.default_scope !== undefined) {
+    const tokens = typeof r.default_scope === "string" ? r.default_scope.split(" ") : [];
+    if (tokens.length === 0 || !tokens.every((t) => r.scopes.includes(t))) {
+      fail(`the default scope of client "${clientId}" must be a space-delimited list of its scopes`);
+    }
+    if (options.scopePolicy === "single" && tokens.length !== 1) {
+      fail(`the default scope of client "${clientId}" must be one scope under the single scope policy`);
+    }
+  }
+
   let secret: string | undefined;
   if (r.type === "confidential") {
     secret = r.client_secret ?? randomToken();
@@ -118,6 +133,7 @@ export async function buildClient(
     created_at: options.clock(),
   };
   if (secret !== undefined) client.secret_hash = sha256(secret);
+  if (r.default_scope !== undefined) client.default_scope = r.default_scope;
   return secret === undefined ? { client } : { client, client_secret: secret };
 }
 

@@ -8,6 +8,7 @@ import { DEFAULT_FORM_LIMITS } from "./http.ts";
 import type { Storage } from "./storage/types.ts";
 import { memoryStorage } from "./storage/memory.ts";
 import { withTimeout } from "./storage/timeout.ts";
+import type { ScopePolicy } from "./scope.ts";
 import { memoryThrottle, type Throttle } from "./throttle.ts";
 
 /** The logged-in end user, as the authentication hook reports them. */
@@ -48,6 +49,27 @@ export interface ErrorContext {
   path: string;
 }
 
+/**
+ * Which rule book the server follows. `"spec"` (the default): the spec's `index.php?module=OAuth2&action=…`
+ * addresses besides the clean paths, and exactly one scope per request (spec §8). `"rfc6749"`: clean paths
+ * only, and several space-delimited scopes (RFC 6749 §3.3), as MCP hosts send them. An object picks each part;
+ * what it leaves out comes from `"spec"`.
+ *
+ * @example
+ * ```ts
+ * createAuthorizationServer({ issuer, scopes, profile: { scopePolicy: "multiple" } });
+ * ```
+ */
+export type Profile = "spec" | "rfc6749" | ProfileParts;
+
+/** The parts of a {@link Profile}. */
+export interface ProfileParts {
+  /** Serve `{issuer}/index.php?module=OAuth2&action=authorize|token` (spec §4.1, §4.2). */
+  specAddresses?: boolean;
+  /** `"single"`: exactly one scope per request; `"multiple"`: RFC 6749 §3.3. */
+  scopePolicy?: ScopePolicy;
+}
+
 /** Options of {@link createAuthorizationServer}. */
 export interface AuthorizationServerOptions {
   /**
@@ -71,6 +93,13 @@ export interface AuthorizationServerOptions {
   authenticateUser?: AuthenticateUser;
   /** Every scope the server knows, with the description shown on the consent page. */
   scopes: Record<string, string>;
+  /** The spec's rules or RFC 6749's; see {@link Profile}. Default `"spec"`. */
+  profile?: Profile;
+  /**
+   * Space-delimited scope given to clients that register themselves (dynamic registration, client metadata
+   * documents) and granted when their request names none. Default: none, so such requests must name a scope.
+   */
+  defaultScope?: string;
   /** Lifetimes in seconds. */
   lifetimes?: {
     /** Default 3600 (one hour); reported as `expires_in`. */
@@ -111,6 +140,9 @@ export interface ResolvedOptions {
   throttle: Throttle | undefined;
   authenticateUser: AuthenticateUser | undefined;
   scopes: Map<string, string>;
+  specAddresses: boolean;
+  scopePolicy: ScopePolicy;
+  defaultScope: string | undefined;
   /** Lifetimes in milliseconds. */
   accessTokenTtl: number;
   codeTtl: number;
@@ -151,6 +183,23 @@ function checkPath(name: string, value: string | null | undefined, fallback: str
   return path;
 }
 
+const PROFILES = {
+  spec: { specAddresses: true, scopePolicy: "single" },
+  rfc6749: { specAddresses: false, scopePolicy: "multiple" },
+} as const satisfies Record<string, Required<ProfileParts>>;
+
+function resolveProfile(profile: Profile | undefined): Required<ProfileParts> {
+  if (profile === undefined) return PROFILES.spec;
+  if (profile === "spec" || profile === "rfc6749") return PROFILES[profile];
+  if (typeof profile !== "object" || profile === null) return fail(`"profile" must be "spec", "rfc6749" or an object`);
+  const { specAddresses = true, scopePolicy = "single" } = profile;
+  if (typeof specAddresses !== "boolean") fail(`"profile.specAddresses" must be true or false`);
+  if (scopePolicy !== "single" && scopePolicy !== "multiple") {
+    fail(`"profile.scopePolicy" must be "single" or "multiple": "${String(scopePolicy)}"`);
+  }
+  return { specAddresses, scopePolicy };
+}
+
 /** Checks options and fills in defaults; throws {@link ConfigurationError} naming the bad option. */
 export function resolveOptions(options: AuthorizationServerOptions): ResolvedOptions {
   if (typeof options !== "object" || options === null) fail("options must be an object");
@@ -179,6 +228,18 @@ export function resolveOptions(options: AuthorizationServerOptions): ResolvedOpt
   }
   if (scopes.size === 0) fail(`"scopes" must name at least one scope`);
 
+  const profile = resolveProfile(options.profile);
+  const defaultScope = options.defaultScope;
+  if (defaultScope !== undefined) {
+    const tokens = typeof defaultScope === "string" ? defaultScope.split(" ") : [];
+    if (tokens.length === 0 || !tokens.every((t) => scopes.has(t))) {
+      fail(`"defaultScope" must be a space-delimited list of known scopes: "${String(defaultScope)}"`);
+    }
+    if (profile.scopePolicy === "single" && tokens.length !== 1) {
+      fail(`"defaultScope" must be one scope under the single scope policy: "${defaultScope}"`);
+    }
+  }
+
   let secret: Uint8Array;
   if (options.secret === undefined) secret = crypto.getRandomValues(new Uint8Array(32));
   else {
@@ -203,6 +264,8 @@ export function resolveOptions(options: AuthorizationServerOptions): ResolvedOpt
     throttle: options.throttle === false ? undefined : options.throttle ?? memoryThrottle(),
     authenticateUser: options.authenticateUser,
     scopes,
+    ...profile,
+    defaultScope,
     accessTokenTtl: seconds("accessToken", lifetimes.accessToken, 3600),
     codeTtl: seconds("authorizationCode", lifetimes.authorizationCode, 600),
     refreshTokenTtl: seconds("refreshToken", lifetimes.refreshToken, 30 * 24 * 3600),

@@ -49,7 +49,7 @@ export function createRouter(context: ServerContext): (request: HttpRequest) => 
   return async function handle(request: HttpRequest): Promise<HttpResponse> {
     const path = pathOf(request.target);
     let endpoint = routes.get(path);
-    if (endpoint === undefined && path === specPath) endpoint = specEndpoint(request.target);
+    if (endpoint === undefined && path === specPath && context.specAddresses) endpoint = specEndpoint(request.target);
     if (endpoint === undefined || (endpoint === AUTHORIZE && !context.authenticateUser)) return notFound();
     const method = request.method === "HEAD" ? "GET" : request.method;
     // An own-property look-up: a method named "constructor" or "toString" must not reach Object.prototype.

@@ -23,6 +23,8 @@ export interface MintRequest {
   client_id: string;
   user_id?: string | undefined;
   scope: string;
+  /** The refresh token's scope, when it differs from the access token's (a narrowed refresh). */
+  refresh_scope?: string | undefined;
   /** The grant the tokens join; required with a refresh token. */
   grant_id?: string | undefined;
   /** Expiry of the refresh token to issue, or undefined for none. */
@@ -54,7 +56,7 @@ export function mintTokens(
       hash: sha256(refreshToken),
       grant_id: request.grant_id,
       client_id: request.client_id,
-      scope: request.scope,
+      scope: request.refresh_scope ?? request.scope,
       expires_at: request.refresh_expires_at,
     };
     if (request.user_id !== undefined) records.refresh.user_id = request.user_id;

@@ -104,10 +104,8 @@ export interface ConsentPageInput {
   clientId: string;
   /** The signed-in user's display name. */
   userName: string;
-  /** The requested scope, as on the wire. */
-  scope: string;
-  /** Its human description. */
-  scopeDescription: string;
+  /** Every requested scope: its name on the wire and its human description. */
+  scopes: { name: string; description: string }[];
   /** Path and query the form posts to: the authorization request itself. */
   action: string;
   /** The consent form's CSRF token. */
@@ -126,8 +124,8 @@ export interface ConsentPageInput {
  * @example
  * ```ts
  * consentPage({
- *   clientName: "Photo Printer", clientId: "printer", userName: "Alice", scope: "photos",
- *   scopeDescription: "Read your photos", action: "/authorize?client_id=printer&...",
+ *   clientName: "Photo Printer", clientId: "printer", userName: "Alice",
+ *   scopes: [{ name: "photos", description: "Read your photos" }], action: "/authorize?client_id=printer&...",
  *   csrf, redirectOrigin: "https://printer.example",
  * });
  * ```
@@ -143,8 +141,8 @@ export function consentPage(input: ConsentPageInput): HttpResponse {
     `<div class="account"><span class="avatar" aria-hidden="true">${initial}</span>` +
     `<span><span class="muted small block">Signed in as</span><strong>${user}</strong></span></div>\n` +
     `<h2>This will allow ${client} to:</h2>\n` +
-    `<ul class="scopes"><li><span class="block">${escapeHtml(input.scopeDescription)}</span>` +
-    `<code class="muted">${escapeHtml(input.scope)}</code></li></ul>\n` +
+    `<ul class="scopes">${input.scopes.map((s) => `<li><span class="block">${escapeHtml(s.description)}</span>` +
+      `<code class="muted">${escapeHtml(s.name)}</code></li>`).join("")}</ul>\n` +
     `<form method="post" action="${escapeHtml(input.action)}">\n` +
     `<input type="hidden" name="csrf" value="${escapeHtml(input.csrf)}">\n` +
     `<div class="actions">` +

@@ -13,7 +13,8 @@ import { OAuthError } from "../errors.ts";
 import { type HttpRequest, type HttpResponse, isFormContentType, parseForm, printable, queryOf, readParams } from "../http.ts";
 import type { EndUser, ServerContext } from "../options.ts";
 import { CODE_CHALLENGE } from "../pkce.ts";
-import { requireSingleScope } from "../scope.ts";
+import { redirectUriMatches } from "../redirect_uri.ts";
+import { requestedScope } from "../scope.ts";
 import type { ClientRecord } from "../storage/types.ts";
 import { newGrantId } from "../tokens.ts";
 
@@ -75,8 +76,7 @@ export async function authorizeEndpoint(request: HttpRequest, context: ServerCon
       clientName: client.name,
       clientId: client.client_id,
       userName: user.name ?? user.id,
-      scope,
-      scopeDescription: context.scopes.get(scope) ?? scope,
+      scopes: scope.split(" ").map((name) => ({ name, description: context.scopes.get(name) ?? name })),
       action: request.target,
       csrf: await csrfToken(key, bound, now),
       redirectOrigin: redirect_uri,
@@ -142,8 +142,8 @@ async function validateRequest(request: HttpRequest, context: ServerContext): Pr
   if (!client || !client.active) throw page("The application asking for access is not registered or is paused");
   const redirectUri = params.get("redirect_uri");
   if (redirectUri === undefined) throw page("The redirect_uri parameter is missing");
-  // Exact string comparison (RFC 9700 §4.1.3): no prefix, pattern or normalisation.
-  if (!client.redirect_uris.includes(redirectUri)) throw page("The redirect_uri is not registered for this application");
+  // Exact string comparison (RFC 9700 §4.1.3), any port on loopback (RFC 8252 §7.3): no prefix or pattern.
+  if (!redirectUriMatches(client.redirect_uris, redirectUri)) throw page("The redirect_uri is not registered for this application");
 
   // Step 2: the redirect target is trusted; errors now go back to the client.
   const state = params.get("state");
@@ -160,7 +160,7 @@ async function validateRequest(request: HttpRequest, context: ServerContext): Pr
   }
   let scope: string;
   try {
-    scope = requireSingleScope(params.get("scope"), client);
+    scope = requestedScope(params.get("scope"), client, context.scopePolicy);
   } catch (error) {
     throw fail("invalid_scope", (error as OAuthError).description ?? "Invalid scope");
   }

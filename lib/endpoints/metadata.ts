@@ -9,12 +9,14 @@ import type { ServerContext } from "../options.ts";
 /** The metadata document for this server's options. */
 export function metadataDocument(context: ServerContext): Record<string, unknown> {
   const at = (path: string | null) => (path === null ? undefined : context.issuer + path);
+  const spec = (action: string) =>
+    context.specAddresses ? `${context.issuer}/index.php?module=OAuth2&action=${action}` : undefined;
   const doc: Record<string, unknown> = {
     issuer: context.issuer,
     authorization_endpoint: context.authenticateUser
-      ? at(context.paths.authorize) ?? `${context.issuer}/index.php?module=OAuth2&action=authorize`
+      ? at(context.paths.authorize) ?? spec("authorize")
       : undefined,
-    token_endpoint: at(context.paths.token) ?? `${context.issuer}/index.php?module=OAuth2&action=token`,
+    token_endpoint: at(context.paths.token) ?? spec("token"),
     revocation_endpoint: at(context.paths.revoke),
     introspection_endpoint: at(context.paths.introspect),
     scopes_supported: [...context.scopes.keys()],

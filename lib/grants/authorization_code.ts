@@ -6,6 +6,7 @@
 import { sha256 } from "../crypto.ts";
 import { OAuthError } from "../errors.ts";
 import { CODE_VERIFIER, verifyPkce } from "../pkce.ts";
+import { scopeWithin } from "../scope.ts";
 import { mintTokens } from "../tokens.ts";
 import type { Grant } from "./types.ts";
 
@@ -49,7 +50,7 @@ export const authorizationCode: Grant = {
     }
 
     // The client's registration may have changed since the user approved.
-    if (!client.scopes.includes(record.scope)) {
+    if (!scopeWithin(record.scope, client.scopes.join(" "))) {
       throw new OAuthError("invalid_scope", { description: "The scope is no longer allowed for this client" });
     }
 

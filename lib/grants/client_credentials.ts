@@ -3,7 +3,7 @@
  *
  * @module
  */
-import { requireSingleScope } from "../scope.ts";
+import { requestedScope } from "../scope.ts";
 import { mintTokens, newGrantId } from "../tokens.ts";
 import type { Grant } from "./types.ts";
 
@@ -11,7 +11,7 @@ import type { Grant } from "./types.ts";
 export const clientCredentials: Grant = {
   confidentialOnly: true,
   async exchange(form, client, context) {
-    const scope = requireSingleScope(form.get("scope"), client);
+    const scope = requestedScope(form.get("scope"), client, context.scopePolicy);
     const now = context.clock();
     // RFC 6749 §4.4.3 says a refresh token SHOULD NOT be included; the spec lets configuration allow it.
     const refresh = client.client_credentials_refresh_token && client.grant_types.includes("refresh_token");

@@ -5,6 +5,7 @@
  */
 import { sha256 } from "../crypto.ts";
 import { OAuthError } from "../errors.ts";
+import { refreshScope, scopeWithin } from "../scope.ts";
 import { mintTokens } from "../tokens.ts";
 import type { Grant } from "./types.ts";
 
@@ -29,19 +30,18 @@ export const refreshToken: Grant = {
       await storage.revokeGrant(record.grant_id);
       throw invalidGrant("The refresh token was already used");
     }
-    const scope = form.get("scope");
-    // RFC 6749 §6: the scope may narrow, never widen; with one scope per token, it may only repeat.
-    if (scope !== undefined && scope !== record.scope) {
-      throw new OAuthError("invalid_scope", { description: "A refresh cannot change the scope" });
-    }
-    if (!client.scopes.includes(record.scope)) {
+    // RFC 6749 §6: the access token's scope may narrow, never widen; with one scope per token, it may only repeat.
+    const scope = refreshScope(form.get("scope"), record.scope, context.scopePolicy);
+    if (!scopeWithin(record.scope, client.scopes.join(" "))) {
       throw new OAuthError("invalid_scope", { description: "The scope is no longer allowed for this client" });
     }
 
     const { response, records } = mintTokens({
       client_id: client.client_id,
       user_id: record.user_id,
-      scope: record.scope,
+      scope,
+      // RFC 6749 §6: the new refresh token keeps the scope of the one it replaces.
+      refresh_scope: record.scope,
       grant_id: record.grant_id,
       // The grant's lifetime is fixed at authorization: rotation does not extend it.
       refresh_expires_at: record.expires_at,

@@ -51,6 +51,9 @@ export async function createReferenceApp(options: ReferenceAppOptions): Promise<
     issuer: options.issuer,
     scopes: Object.fromEntries(config.scopes.map((s) => [s.name, s.description])),
     clock,
+    // The spec's addresses always; its one-scope rule unless the config asks for several.
+    profile: { specAddresses: true, scopePolicy: config.scope_policy ?? "single" },
+    ...(config.default_scope === undefined ? {} : { defaultScope: config.default_scope }),
     ...(options.storage ? { storage: options.storage } : {}),
     ...(options.onError ? { onError: options.onError } : {}),
     authenticateUser: passwordLogin({
@@ -69,6 +72,7 @@ export async function createReferenceApp(options: ReferenceAppOptions): Promise<
       scopes: c.scopes,
       grant_types: c.grant_types,
       client_credentials_refresh_token: c.client_credentials_refresh_token === true,
+      ...(c.default_scope === undefined ? {} : { default_scope: c.default_scope }),
     });
   }
 

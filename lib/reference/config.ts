@@ -32,6 +32,8 @@ export interface ConfigClient {
   scopes: string[];
   grant_types: GrantType[];
   client_credentials_refresh_token?: boolean;
+  /** Space-delimited scope granted when a request names none. */
+  default_scope?: string;
 }
 
 /** The config file. */
@@ -39,6 +41,10 @@ export interface ReferenceConfig {
   users: ConfigUser[];
   scopes: { name: string; description: string }[];
   clients: ConfigClient[];
+  /** `"single"` (the spec, default) or `"multiple"` (RFC 6749 §3.3): the scope part of the spec profile. */
+  scope_policy?: "single" | "multiple";
+  /** Space-delimited scope for clients that register themselves. */
+  default_scope?: string;
 }
 
 /** The redirect URI of the demo clients: nothing listens there; the code is read from the address bar. */
@@ -96,6 +102,7 @@ export const DEMO_CONFIG: ReferenceConfig = {
   ],
 };
 
+const TOP_LEVEL_KEYS = ["users", "scopes", "clients", "scope_policy", "default_scope"];
 const isString = (v: unknown): v is string => typeof v === "string" && v !== "";
 const isStringList = (v: unknown): v is string[] => Array.isArray(v) && v.every((x) => typeof x === "string");
 
@@ -110,7 +117,7 @@ export function parseConfig(value: unknown, source: string): ReferenceConfig {
   if (typeof value !== "object" || value === null || Array.isArray(value)) return fail("the top level must be an object");
   const v = value as Record<string, unknown>;
   for (const key of Object.keys(v)) {
-    if (!["users", "scopes", "clients"].includes(key)) fail(`unknown key "${key}" (expected users, scopes, clients)`);
+    if (!TOP_LEVEL_KEYS.includes(key)) fail(`unknown key "${key}" (expected ${TOP_LEVEL_KEYS.join(", ")})`);
   }
   const users = v.users ?? [];
   const scopes = v.scopes;
@@ -127,6 +134,10 @@ export function parseConfig(value: unknown, source: string): ReferenceConfig {
   scopes.forEach((s, i) => {
     if (!isString(s?.name) || typeof s?.description !== "string") fail(`scopes[${i}] needs "name" and "description"`);
   });
+  if (v.scope_policy !== undefined && v.scope_policy !== "single" && v.scope_policy !== "multiple") {
+    fail(`"scope_policy" must be "single" or "multiple"`);
+  }
+  if (v.default_scope !== undefined && !isString(v.default_scope)) fail(`"default_scope" must be a non-empty string`);
   const ids = new Set<string>();
   clients.forEach((c, i) => {
     const at = `clients[${i}]`;
@@ -142,6 +153,10 @@ export function parseConfig(value: unknown, source: string): ReferenceConfig {
     if (c.client_credentials_refresh_token !== undefined && typeof c.client_credentials_refresh_token !== "boolean") {
       fail(`${at}.client_credentials_refresh_token must be true or false`);
     }
+    if (c.default_scope !== undefined && !isString(c.default_scope)) fail(`${at}.default_scope must be a non-empty string`);
   });
-  return { users, scopes, clients } as ReferenceConfig;
+  const config = { users, scopes, clients } as ReferenceConfig;
+  if (v.scope_policy !== undefined) config.scope_policy = v.scope_policy as "single" | "multiple";
+  if (v.default_scope !== undefined) config.default_scope = v.default_scope as string;
+  return config;
 }

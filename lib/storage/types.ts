@@ -25,6 +25,8 @@ export interface ClientRecord {
   redirect_uris: string[];
   /** Scopes the client may ask for. */
   scopes: string[];
+  /** Space-delimited scope granted when a request names none (RFC 6749 §3.3); without it, `scope` is required. */
+  default_scope?: string;
   grant_types: GrantType[];
   /** Whether a client_credentials response carries a refresh token. */
   client_credentials_refresh_token: boolean;
