@@ -6,13 +6,34 @@
  *
  * @module
  */
+import { sha256 } from "./crypto.ts";
 
-/** Where throttling state lives; swap in a shared store when several processes serve one issuer. */
+/**
+ * Where throttling state lives; swap in a shared store when several processes serve one issuer. Keys reach it
+ * already hashed ({@link throttleKey}): a fixed 40 characters however long the client_id or username was.
+ */
 export interface Throttle {
   /** Milliseconds until `key` may try again; 0 when it may try now. */
   retryAfter(key: string, now: number): number | Promise<number>;
   /** Records one failed attempt under `key`. */
   fail(key: string, now: number): void | Promise<void>;
+  /**
+   * Checks and records an attempt in one atomic step: returns the wait in ms (and records nothing) while `key`
+   * is blocked, else counts the attempt as a failure and returns 0. A slow check (a password hash) reserves
+   * first, so concurrent guesses cannot all pass the check before any failure is recorded. Without it the
+   * throttle falls back to `retryAfter` then `fail`, which is not atomic.
+   */
+  reserve?(key: string, now: number): number | Promise<number>;
+  /** Gives back an attempt reserved by `reserve` that turned out to be a success. */
+  release?(key: string, now: number): void | Promise<void>;
+}
+
+/**
+ * A throttle key of fixed size: `prefix:` and a hash of the parts, so a client_id or username of any length
+ * costs the throttle the same few bytes (an attacker cannot grow its memory by sending long ones).
+ */
+export function throttleKey(prefix: string, ...parts: string[]): string {
+  return `${prefix}:${sha256(JSON.stringify(parts)).slice(0, 32)}`;
 }
 
 /** Options of {@link memoryThrottle}. */
@@ -29,6 +50,8 @@ export interface MemoryThrottleOptions {
 
 interface Entry {
   failures: number;
+  /** The block state before the last reservation blocked the key, so a release can undo it. */
+  undo?: { strikes: number; blockedUntil: number } | undefined;
   windowStart: number;
   lastFailure: number;
   blockedUntil: number;
@@ -52,35 +75,62 @@ export function memoryThrottle(options: MemoryThrottleOptions = {}): Throttle {
   const maxKeys = options.maxKeys ?? 100_000;
   const entries = new Map<string, Entry>();
   const blockFor = (strikes: number) => Math.min(baseBlock * 2 ** (strikes - 1), 3_600_000);
+  // Callers hash their keys (throttleKey); a caller that does not still gets entries of bounded size.
+  const short = (key: string) => (key.length > 64 ? throttleKey("long", key) : key);
   return {
     retryAfter(key, now) {
       if (entries.size === 0) return 0; // the usual case, answered without hashing the key
-      const entry = entries.get(key);
+      const entry = entries.get(short(key));
       return entry && entry.blockedUntil > now ? entry.blockedUntil - now : 0;
     },
     fail(key, now) {
-      let entry = entries.get(key);
-      const quiet = entry && now - entry.lastFailure > window + (entry.strikes ? blockFor(entry.strikes) : 0);
-      if (!entry || quiet) {
-        if (!entry && entries.size >= maxKeys) {
-          // Forget the oldest key; Map iteration follows insertion order.
-          entries.delete(entries.keys().next().value!);
-        }
-        entry = { failures: 0, windowStart: now, lastFailure: now, blockedUntil: 0, strikes: 0 };
-        entries.delete(key);
-        entries.set(key, entry);
+      record(short(key), now);
+    },
+    reserve(key, now) {
+      const k = short(key);
+      const entry = entries.get(k);
+      if (entry && entry.blockedUntil > now) return entry.blockedUntil - now;
+      record(k, now);
+      return 0;
+    },
+    release(key) {
+      const k = short(key);
+      const entry = entries.get(k);
+      if (!entry) return;
+      entry.failures = Math.max(0, entry.failures - 1);
+      if (entry.undo) {
+        entry.strikes = entry.undo.strikes;
+        entry.blockedUntil = entry.undo.blockedUntil;
+        entry.undo = undefined;
       }
-      if (now - entry.windowStart > window && entry.strikes === 0) {
-        entry.failures = 0;
-        entry.windowStart = now;
-      }
-      entry.lastFailure = now;
-      entry.failures++;
-      // Once blocked, a single further failure blocks again: the attacker gets one guess per block.
-      if (entry.failures >= max || entry.strikes > 0) {
-        entry.strikes++;
-        entry.blockedUntil = now + blockFor(entry.strikes);
-      }
+      if (entry.failures === 0 && entry.strikes === 0) entries.delete(k);
     },
   };
+
+  function record(key: string, now: number): void {
+    let entry = entries.get(key);
+    const quiet = entry && now - entry.lastFailure > window + (entry.strikes ? blockFor(entry.strikes) : 0);
+    if (!entry || quiet) {
+      if (!entry && entries.size >= maxKeys) {
+        // Forget the oldest key; Map iteration follows insertion order.
+        entries.delete(entries.keys().next().value!);
+      }
+      entry = { failures: 0, windowStart: now, lastFailure: now, blockedUntil: 0, strikes: 0 };
+      entries.delete(key);
+      entries.set(key, entry);
+    }
+    if (now - entry.windowStart > window && entry.strikes === 0) {
+      entry.failures = 0;
+      entry.windowStart = now;
+    }
+    entry.lastFailure = now;
+    entry.failures++;
+    // Once blocked, a single further failure blocks again: the attacker gets one guess per block.
+    entry.undo = undefined;
+    if (entry.failures >= max || entry.strikes > 0) {
+      entry.undo = { strikes: entry.strikes, blockedUntil: entry.blockedUntil };
+      entry.strikes++;
+      entry.blockedUntil = now + blockFor(entry.strikes);
+    }
+  }
 }

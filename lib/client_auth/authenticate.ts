@@ -10,6 +10,7 @@ import type { ServerContext } from "../options.ts";
 import type { ClientRecord } from "../storage/types.ts";
 import { type PresentedCredentials, readBasic } from "./client_secret_basic.ts";
 import { readForm } from "./client_secret_post.ts";
+import { throttleKey } from "../throttle.ts";
 
 /** The authenticated client and how it authenticated. */
 export interface AuthenticatedClient {
@@ -96,7 +97,9 @@ function verify(client: ClientRecord | null, presented: PresentedCredentials): b
   return timingSafeEqual(sha256(presented.client_secret), client.secret_hash);
 }
 
+/** Hashed, so a client_id of any length costs the throttle the same few bytes (finding 5 of issue 15). */
 function throttleKeys(clientId: string, address: string | undefined): string[] {
-  const at = address ?? "unknown";
-  return address === undefined ? [`client:${clientId}@${at}`] : [`addr:${address}`, `client:${clientId}@${at}`];
+  return address === undefined
+    ? [throttleKey("client", clientId, "unknown")]
+    : [throttleKey("addr", address), throttleKey("client", clientId, address)];
 }

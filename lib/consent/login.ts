@@ -7,7 +7,7 @@ import { base64url, hmac, hmacKey, randomToken, timingSafeEqual } from "../crypt
 import { ConfigurationError } from "../errors.ts";
 import { redirectResponse, toResponse } from "../http.ts";
 import type { AuthenticateUser, EndUser, InteractionContext } from "../options.ts";
-import { memoryThrottle, type Throttle } from "../throttle.ts";
+import { memoryThrottle, type Throttle, throttleKey } from "../throttle.ts";
 import { loginPage } from "./pages.ts";
 
 /** Options of {@link passwordLogin}. */
@@ -161,11 +161,22 @@ export function passwordLogin(options: PasswordLoginOptions): AuthenticateUser {
     const username = form.get("username") ?? "";
     const password = form.get("password") ?? "";
     const at = context.remoteAddress;
-    const keys = at === undefined ? [`login:${username}@unknown`] : [`login:${at}`, `login:${username}@${at}`];
+    const keys = at === undefined
+      ? [throttleKey("login-user", username, "unknown")]
+      : [throttleKey("login", at), throttleKey("login-user", username, at)];
+    const now = clock();
+    // Reserve the attempt before the slow comparison (finding 1): concurrent guesses cannot all slip past the
+    // check before the first failure is recorded. A success gives its reservation back.
+    const reserved: string[] = [];
     if (throttle) {
       let wait = 0;
-      for (const k of keys) wait = Math.max(wait, await throttle.retryAfter(k, clock()));
+      for (const k of keys) {
+        wait = Math.max(wait, await reserveAttempt(throttle, k, now));
+        if (wait > 0) break;
+        reserved.push(k);
+      }
       if (wait > 0) {
+        for (const k of reserved) await throttle.release?.(k, now);
         const seconds = Math.ceil(wait / 1000);
         const error = `Too many failed sign-in attempts. Please try again in ${seconds} seconds.`;
         return showLogin(request, context, cookies, secure, { error, username, status: 429, retryAfter: seconds });
@@ -173,9 +184,9 @@ export function passwordLogin(options: PasswordLoginOptions): AuthenticateUser {
     }
     const user = username !== "" && password !== "" ? await options.verify(username, password) : null;
     if (user === null || user === undefined) {
-      if (throttle) for (const k of keys) await throttle.fail(k, clock());
       return showLogin(request, context, cookies, secure, { error: WRONG, username });
     }
+    if (throttle) for (const k of reserved) await throttle.release?.(k, now);
     if (typeof user !== "object" || typeof user.id !== "string" || user.id === "") {
       throw new TypeError(`passwordLogin: "verify" must return an EndUser with a non-empty "id", or null`);
     }
@@ -186,6 +197,17 @@ export function passwordLogin(options: PasswordLoginOptions): AuthenticateUser {
     );
     return toResponse(response);
   };
+}
+
+/**
+ * Reserves one attempt under `key`: the throttle's atomic `reserve`, or for a throttle without it, its check
+ * followed at once by a failure (given back on success like a reservation).
+ */
+async function reserveAttempt(throttle: Throttle, key: string, now: number): Promise<number> {
+  if (throttle.reserve) return throttle.reserve(key, now);
+  const wait = await throttle.retryAfter(key, now);
+  if (wait === 0) await throttle.fail(key, now);
+  return wait;
 }
 
 /** A `Set-Cookie` value: host-only, whole-site, script-proof, and not sent on cross-site POSTs. */

@@ -8,10 +8,17 @@ import { OAuthError } from "../errors.ts";
 import { CODE_VERIFIER, verifyPkce } from "../pkce.ts";
 import { scopeWithin } from "../scope.ts";
 import { mintTokens } from "../tokens.ts";
+import type { ClientRecord } from "../storage/types.ts";
 import type { Grant } from "./types.ts";
 
 const invalidGrant = (description: string) => new OAuthError("invalid_grant", { description });
 const missing = (name: string) => new OAuthError("invalid_request", { description: `The ${name} parameter is required` });
+
+/** Whether the client authenticated itself: by its secret, or for a public client by the code's PKCE verifier. */
+function proven(client: ClientRecord, verifier: string | undefined, challenge: string | undefined): boolean {
+  if (client.type === "confidential") return true; // the token endpoint checked its secret
+  return verifier !== undefined && challenge !== undefined && verifyPkce(verifier, challenge);
+}
 
 /** Exchanges a code for tokens. Everything is checked before the code is spent, so a bad try costs nothing. */
 export const authorizationCode: Grant = {
@@ -32,12 +39,15 @@ export const authorizationCode: Grant = {
     const hash = sha256(code);
     const record = await storage.findCode(hash, now);
     if (!record) throw invalidGrant("The authorization code is invalid or has expired");
+    // The client check comes first: another client's try must neither work nor have any effect.
+    if (record.client_id !== client.client_id) throw invalidGrant("The authorization code was issued to another client");
     if (record.redeemed_at !== undefined) {
-      // RFC 6749 §4.1.2 and RFC 9700 §4.5: a replayed code revokes every token issued from it.
-      await storage.revokeGrant(record.grant_id);
+      // RFC 6749 §4.1.2 and RFC 9700 §4.5: a replayed code revokes every token issued from it, but only when the
+      // code's own client proves itself (its secret, or the code's PKCE verifier). Else a leaked, spent code
+      // plus any public client_id would let anyone kill the user's tokens.
+      if (proven(client, verifier, record.code_challenge)) await storage.revokeGrant(record.grant_id);
       throw invalidGrant("The authorization code was already used");
     }
-    if (record.client_id !== client.client_id) throw invalidGrant("The authorization code was issued to another client");
     if (record.redirect_uri !== redirectUri) throw invalidGrant("The redirect_uri does not match the authorization request");
     if (record.code_challenge === undefined) {
       // RFC 9700 §2.1.1: a verifier for a code issued without a challenge is refused (PKCE downgrade).
