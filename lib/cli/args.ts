@@ -1,50 +1,192 @@
 /**
- * The reference server's command line, shared by the Node, Deno and Bun entry points:
- * `--port N` (0 = any free port; default 8080), `--host H` (default 127.0.0.1), `--config FILE`.
+ * The command line of `oauth2-fetch-server`: one table of commands and their flags, from which parsing and every
+ * `--help` text are made. `serve` is the default command, so `npm start -- --port N --config FILE` works as before.
  *
  * @module
  */
 import { DEMO_CONFIG, DEMO_REDIRECT_URI, parseConfig, type ReferenceConfig } from "../reference/config.ts";
 
-/** Parsed command-line flags. */
+/** The package version; test/cli/commands.test.ts checks it against package.json. */
+export const VERSION = "0.1.0";
+
+/** A flag: `value` names its argument in the help (none = a switch); `repeat` collects every occurrence. */
+export interface Flag {
+  value?: string;
+  repeat?: boolean;
+  help: string;
+}
+
+/** A command of the table. `operand` names its one positional argument, when it takes one. */
+export interface Command {
+  summary: string;
+  operand?: string;
+  flags: Record<string, Flag>;
+}
+
+const STORE_FLAGS: Record<string, Flag> = {
+  "--config": { value: "FILE", help: "the server's config file (its store, or a SQLite file beside it)" },
+  "--store": { value: "URL", help: "memory, sqlite:PATH, postgres://… or redis://… (overrides the config's)" },
+  "--json": { help: "machine-readable output" },
+};
+
+/** Every command. Names with a space are subcommands (`clients add`). */
+export const COMMANDS: Record<string, Command> = {
+  serve: {
+    summary: "run the authorization server (the default command)",
+    flags: {
+      "--port": { value: "N", help: "port to listen on; 0 picks a free one (default 8080)" },
+      "--host": { value: "HOST", help: "address to listen on (default 127.0.0.1)" },
+      "--config": { value: "FILE", help: "config file; without it the demo starts, in memory" },
+      "--store": { value: "URL", help: "memory, sqlite:PATH, postgres://… or redis://… (overrides the config's)" },
+      "--issuer": { value: "URL", help: "public base URL, e.g. https://auth.example.com behind a proxy (default the listening URL)" },
+      "--secret": { value: "S", help: "signing secret shared by every instance (at least 32 characters)" },
+      "--trust-proxy": { value: "CIDR,…", help: "reverse proxies whose X-Forwarded-For is believed" },
+    },
+  },
+  "hash-password": {
+    summary: "read a password on standard input and print its hash for the config file's password_hash",
+    flags: { "--json": STORE_FLAGS["--json"]! },
+  },
+};
+
+/** What the command line asks for. */
+export type Parsed =
+  | { kind: "help"; text: string }
+  | { kind: "version" }
+  | { kind: "run"; command: string; operand: string | undefined; flags: Record<string, string | string[] | true> };
+
+/** A wrong command line: printed with the usage, exit code 2. */
+export class UsageError extends Error {
+  override name = "UsageError";
+}
+
+/** Parses argv (without the program name). Throws {@link UsageError} for anything unknown or missing. */
+export function parseCommandLine(argv: readonly string[]): Parsed {
+  if (argv[0] === "--version" || argv[0] === "-v") return { kind: "version" };
+  if (argv[0] === "--help" || argv[0] === "-h" || argv[0] === "help") return { kind: "help", text: usage() };
+  let rest = argv;
+  let name = "serve";
+  const first = argv[0];
+  if (first !== undefined && !first.startsWith("-")) {
+    const group = Object.keys(COMMANDS).filter((c) => c.startsWith(`${first} `));
+    if (group.length > 0) {
+      const sub = argv[1];
+      if (sub === undefined || sub === "--help" || sub === "-h") return { kind: "help", text: usage(first) };
+      name = `${first} ${sub}`;
+      if (!COMMANDS[name]) throw new UsageError(`unknown command "${name}"\n${usage(first)}`);
+      rest = argv.slice(2);
+    } else if (COMMANDS[first]) {
+      name = first;
+      rest = argv.slice(1);
+    } else {
+      throw new UsageError(`unknown command "${first}"\n${usage()}`);
+    }
+  }
+  const command = COMMANDS[name]!;
+  const flags: Record<string, string | string[] | true> = {};
+  let operand: string | undefined;
+  for (let i = 0; i < rest.length; i++) {
+    const arg = rest[i]!;
+    if (arg === "--help" || arg === "-h") return { kind: "help", text: help(name) };
+    if (arg === "--version") return { kind: "version" };
+    if (!arg.startsWith("-")) {
+      if (command.operand === undefined || operand !== undefined) throw new UsageError(`unexpected argument "${arg}"\n${help(name)}`);
+      operand = arg;
+      continue;
+    }
+    const eq = arg.indexOf("=");
+    const flag = eq > 0 ? arg.slice(0, eq) : arg;
+    const spec = command.flags[flag];
+    if (!spec) throw new UsageError(`unknown flag "${flag}"\n${help(name)}`);
+    if (spec.value === undefined) {
+      if (eq > 0) throw new UsageError(`${flag} takes no value\n${help(name)}`);
+      flags[flag] = true;
+      continue;
+    }
+    const value = eq > 0 ? arg.slice(eq + 1) : rest[++i];
+    if (value === undefined || value === "") throw new UsageError(`${flag} needs a value\n${help(name)}`);
+    if (spec.repeat) flags[flag] = [...((flags[flag] as string[] | undefined) ?? []), value];
+    else flags[flag] = value;
+  }
+  if (command.operand !== undefined && operand === undefined) throw new UsageError(`${name} needs ${command.operand}\n${help(name)}`);
+  return { kind: "run", command: name, operand, flags };
+}
+
+/** The overview, or the list of one group's subcommands. */
+export function usage(group?: string): string {
+  const names = Object.keys(COMMANDS).filter((c) => group === undefined || c.startsWith(`${group} `));
+  const width = Math.max(...names.map((n) => n.length + (COMMANDS[n]!.operand?.length ?? -1) + 1));
+  const lines = names.map((n) => {
+    const head = COMMANDS[n]!.operand ? `${n} ${COMMANDS[n]!.operand}` : n;
+    return `  ${head.padEnd(width)}  ${COMMANDS[n]!.summary}`;
+  });
+  return [
+    `usage: oauth2-fetch-server ${group ?? "[COMMAND]"} [FLAGS]   (v${VERSION})`,
+    "",
+    ...lines,
+    "",
+    `Run "oauth2-fetch-server COMMAND --help" for a command's flags; --version prints the version.`,
+  ].join("\n");
+}
+
+/** One command's usage and flags. */
+export function help(name: string): string {
+  const command = COMMANDS[name]!;
+  const heads = Object.entries(command.flags).map(([flag, f]) => (f.value ? `${flag} ${f.value}` : flag));
+  const width = Math.max(...heads.map((h) => h.length));
+  return [
+    `usage: oauth2-fetch-server ${name}${command.operand ? ` ${command.operand}` : ""} [FLAGS]`,
+    `${command.summary}.`,
+    "",
+    ...Object.values(command.flags).map((f, i) => `  ${heads[i]!.padEnd(width)}  ${f.help}${f.repeat ? " (repeatable)" : ""}`),
+  ].join("\n");
+}
+
+/** The `serve` flags, checked. */
 export interface ServeArgs {
   port: number;
   host: string;
   config: string | undefined;
+  store?: string;
+  issuer?: string;
+  secret?: string;
+  trustProxy?: string[];
 }
 
-export const USAGE = "usage: serve [--port N] [--host 127.0.0.1] [--config FILE]";
-
-/** Parses the flags; throws an Error with a one-line message for bad ones. */
-export function parseArgs(argv: readonly string[]): ServeArgs {
-  const args: ServeArgs = { port: 8080, host: "127.0.0.1", config: undefined };
-  for (let i = 0; i < argv.length; i++) {
-    const flag = argv[i]!;
-    const [name, inline] = flag.includes("=") ? [flag.slice(0, flag.indexOf("=")), flag.slice(flag.indexOf("=") + 1)] : [flag, undefined];
-    const value = () => {
-      const v = inline ?? argv[++i];
-      if (v === undefined || v === "") throw new Error(`${name} needs a value\n${USAGE}`);
-      return v;
-    };
-    if (name === "--port") {
-      const port = Number(value());
-      if (!Number.isInteger(port) || port < 0 || port > 65535) throw new Error(`--port must be 0-65535\n${USAGE}`);
-      args.port = port;
-    } else if (name === "--host") args.host = value();
-    else if (name === "--config") args.config = value();
-    else if (name === "--help" || name === "-h") throw new Error(USAGE);
-    else throw new Error(`unknown flag "${flag}"\n${USAGE}`);
+/** Checks the values of `serve`'s flags; throws {@link UsageError}. */
+export function serveArgs(flags: Record<string, string | string[] | true>): ServeArgs {
+  const text = (flag: string) => flags[flag] as string | undefined;
+  const port = Number(text("--port") ?? 8080);
+  if (!Number.isInteger(port) || port < 0 || port > 65535) throw new UsageError(`--port must be 0-65535\n${help("serve")}`);
+  const args: ServeArgs = { port, host: text("--host") ?? "127.0.0.1", config: text("--config") };
+  const issuer = text("--issuer");
+  if (issuer !== undefined) {
+    if (!URL.canParse(issuer) || !/^https?:$/.test(new URL(issuer).protocol)) throw new UsageError(`--issuer must be an http(s) URL: "${issuer}"\n${help("serve")}`);
+    // The issuer identifier has no trailing slash (RFC 8414 §2, and the spec's `{base}/index.php` addresses).
+    args.issuer = issuer.replace(/\/+$/, "");
   }
+  const store = text("--store");
+  if (store !== undefined) args.store = store;
+  const secret = text("--secret");
+  if (secret !== undefined) args.secret = secret;
+  const proxies = text("--trust-proxy");
+  if (proxies !== undefined) args.trustProxy = proxies.split(",").map((p) => p.trim()).filter((p) => p !== "");
   return args;
 }
 
-/** Reads and checks the config file, or returns the demo. */
-export async function loadConfig(path: string | undefined, readText: (path: string) => Promise<string>): Promise<ReferenceConfig> {
-  if (path === undefined) return DEMO_CONFIG;
+/** Reads and checks the config file, or returns the demo; a missing file is `config file not found: PATH`. */
+export async function loadConfig(
+  path: string | undefined,
+  readText: (path: string) => Promise<string>,
+  env: (name: string) => string | undefined = () => undefined,
+): Promise<ReferenceConfig> {
+  if (path === undefined) return structuredClone(DEMO_CONFIG);
   let text: string;
   try {
     text = await readText(path);
   } catch (error) {
+    const { code, name } = error as { code?: unknown; name?: unknown };
+    if (code === "ENOENT" || name === "NotFound") throw new Error(`config file not found: ${path}`);
     throw new Error(`Cannot load config "${path}": ${(error as Error).message}`);
   }
   let json: unknown;
@@ -53,7 +195,7 @@ export async function loadConfig(path: string | undefined, readText: (path: stri
   } catch (error) {
     throw new Error(`Cannot load config "${path}": not valid JSON (${(error as Error).message})`);
   }
-  return parseConfig(json, path);
+  return parseConfig(json, path, env);
 }
 
 /** The lines printed after start: how to try each flow with curl (only for the demo, whose secrets are known). */

@@ -1,17 +1,23 @@
 /**
- * The reference server's start-up, shared by the Node, Deno and Bun entry points: parse the flags, load the
- * config, listen, build the app for the address it got, print the listening line, stop on SIGINT/SIGTERM.
+ * The `oauth2-fetch-server` command, shared by the Node, Deno and Bun entry points. Its `serve`: parse the flags,
+ * load the config, listen, build the app for the address it got, print the listening line, stop on SIGINT/SIGTERM.
  *
  * @module
  */
 import type { HttpRequest, HttpResponse } from "../http.ts";
 import { createReferenceApp, type ReferenceApp } from "../reference/app.ts";
-import { banner, loadConfig, parseArgs } from "./args.ts";
+import { configWarnings } from "../reference/config.ts";
+import { hashPassword } from "../reference/passwords.ts";
+import { banner, loadConfig, parseCommandLine, serveArgs, UsageError, VERSION } from "./args.ts";
 
 /** What an entry point supplies from its runtime. */
 export interface CliRuntime {
   args: readonly string[];
   readText(path: string): Promise<string>;
+  /** An environment variable, for `{ "env": "NAME" }` values in the config file. */
+  env(name: string): string | undefined;
+  /** All of standard input (hash-password reads the password there, never from the command line). */
+  readStdin(): Promise<string>;
   /** Serves `handle` on the core's request shape; resolves once listening. */
   serve(
     handle: (request: HttpRequest) => Promise<HttpResponse>,
@@ -21,33 +27,74 @@ export interface CliRuntime {
   exit(code: number): void;
 }
 
-/** Runs the reference server until a signal stops it; a bad flag or config exits 1 with a one-line message. */
+/**
+ * Runs one command line. `serve` (the default) runs until a signal stops it. Exit codes: 0 done (and for
+ * `--help`), 1 a failure (bad config, unreachable store), 2 a wrong command line (with the usage).
+ */
 export async function main(runtime: CliRuntime): Promise<void> {
   try {
-    const args = parseArgs(runtime.args);
-    const config = await loadConfig(args.config, runtime.readText);
-    // The issuer needs the port, which "--port 0" only knows after listening; requests wait for the app.
-    let ready!: (app: ReferenceApp) => void;
-    const app = new Promise<ReferenceApp>((resolve) => (ready = resolve));
-    const running = await runtime.serve(async (request) => (await app).handle(request), {
-      port: args.port,
-      hostname: args.host,
-      onError: (error) => console.error("internal error:", error),
-    });
+    const parsed = parseCommandLine(runtime.args);
+    if (parsed.kind === "help") return console.log(parsed.text);
+    if (parsed.kind === "version") return console.log(VERSION);
+    const run = RUNNERS[parsed.command];
+    if (!run) throw new Error(`command "${parsed.command}" has no runner`);
+    const code = await run(parsed.flags, parsed.operand, runtime);
+    if (code !== undefined) runtime.exit(code);
+  } catch (error) {
+    console.error(error instanceof Error ? error.message : String(error));
+    runtime.exit(error instanceof UsageError ? 2 : 1);
+  }
+}
+
+type Flags = Record<string, string | string[] | true>;
+/** Runs a command; resolves with its exit code, or undefined while it keeps running (serve). */
+type Runner = (flags: Flags, operand: string | undefined, runtime: CliRuntime) => Promise<number | undefined>;
+
+/** One runner per command of `COMMANDS` (args.ts). */
+const RUNNERS: Record<string, Runner> = {
+  serve,
+  "hash-password": async (flags, _, runtime) => {
+    // One line: a trailing newline from `echo` or a terminal is not part of the password.
+    const password = (await runtime.readStdin()).replace(/\r?\n$/, "");
+    if (password.length < 8) throw new Error("hash-password: the password on standard input must be at least 8 characters");
+    const hash = await hashPassword(password);
+    console.log(flags["--json"] ? JSON.stringify({ password_hash: hash }) : hash);
+    return 0;
+  },
+};
+
+async function serve(flags: Flags, _: string | undefined, runtime: CliRuntime): Promise<undefined> {
+  const args = serveArgs(flags);
+  const config = await loadConfig(args.config, runtime.readText, runtime.env);
+  // Flags win over the config file; the app reads them from the config.
+  if (args.store !== undefined) config.store = args.store;
+  if (args.secret !== undefined) config.secret = args.secret;
+  if (args.trustProxy !== undefined) config.trust_proxy = args.trustProxy;
+  if (args.config !== undefined) for (const warning of configWarnings(config, args.config)) console.error(warning);
+  // The issuer needs the port, which "--port 0" only knows after listening; requests wait for the app.
+  let ready!: (app: ReferenceApp) => void;
+  const app = new Promise<ReferenceApp>((resolve) => (ready = resolve));
+  const running = await runtime.serve(async (request) => (await app).handle(request), {
+    port: args.port,
+    hostname: args.host,
+    onError: (error) => console.error("internal error:", error),
+  });
+  try {
     ready(await createReferenceApp({
-      issuer: running.url,
+      issuer: args.issuer ?? running.url,
       config,
       onError: (error, where) => console.error(`error at ${where.endpoint}:`, error),
     }));
-    // One write, so whoever waits for the listening line sees the recipes too.
-    console.log(`listening on ${running.url}` + banner(running.url, args.config === undefined));
-    const stop = (): void => {
-      running.close().then(() => runtime.exit(0), () => runtime.exit(1));
-    };
-    runtime.onSignal("SIGINT", stop);
-    runtime.onSignal("SIGTERM", stop);
   } catch (error) {
-    console.error(error instanceof Error ? error.message : String(error));
-    runtime.exit(1);
+    await running.close();
+    throw error;
   }
+  // One write, so whoever waits for the listening line sees the recipes too.
+  console.log(`listening on ${running.url}` + banner(running.url, args.config === undefined));
+  const stop = (): void => {
+    running.close().then(() => runtime.exit(0), () => runtime.exit(1));
+  };
+  runtime.onSignal("SIGINT", stop);
+  runtime.onSignal("SIGTERM", stop);
+  return undefined;
 }

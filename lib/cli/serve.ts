@@ -1,5 +1,7 @@
+#!/usr/bin/env node
 /**
- * The reference server on Node: `npm start -- [--port N] [--host H] [--config FILE]`.
+ * The `oauth2-fetch-server` command on Node (the package's `bin`, built to dist/lib/cli/serve.js), and the
+ * reference server of `npm start -- [--port N] [--host H] [--config FILE]` (serve is the default command).
  * Prints `listening on http://HOST:PORT` once it accepts connections; stops gracefully on SIGINT and SIGTERM.
  *
  * @module
@@ -12,6 +14,12 @@ import { main } from "./main.ts";
 await main({
   args: process.argv.slice(2),
   readText: (path) => readFile(path, "utf8"),
+  env: (name) => process.env[name],
+  readStdin: async () => {
+    let text = "";
+    for await (const chunk of process.stdin) text += String(chunk);
+    return text;
+  },
   serve: (handle, options) => serveNode({ handle }, options),
   onSignal: (signal, listener) => process.once(signal, listener),
   exit: (code) => process.exit(code),

@@ -19,6 +19,12 @@ const clientAddress = (request: Request, server: unknown): string | undefined =>
 await main({
   args: process.argv.slice(2),
   readText: (path) => bun.file(path).text(),
+  env: (name) => process.env[name],
+  readStdin: async () => {
+    let text = "";
+    for await (const chunk of process.stdin) text += String(chunk);
+    return text;
+  },
   serve: (handle, options) =>
     serveBun({
       fetch: (request, server) => handle(fromRequest(request, clientAddress(request, server))).then(toResponse),

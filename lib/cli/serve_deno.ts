@@ -1,7 +1,7 @@
 /**
  * The reference server on Deno: `deno task start -- [--port N] [--host H] [--config FILE]`.
  * Prints `listening on http://HOST:PORT` once it accepts connections; stops gracefully on SIGINT and SIGTERM.
- * Needs `--allow-net`, and `--allow-read` for `--config`.
+ * Needs `--allow-net`, `--allow-read` for `--config`, and `--allow-env` for `{ "env": "NAME" }` values in it.
  *
  * @module
  */
@@ -14,6 +14,8 @@ const deno = (globalThis as unknown as {
   Deno: {
     readonly args: readonly string[];
     readTextFile(path: string): Promise<string>;
+    readonly env: { get(name: string): string | undefined };
+    readonly stdin: { readonly readable: ReadableStream<Uint8Array> };
     addSignalListener(signal: "SIGINT" | "SIGTERM", handler: () => void): void;
     exit(code: number): never;
   };
@@ -27,6 +29,8 @@ await main({
   // `deno task start -- --port 0` passes the "--" through; npm and Bun drop it.
   args: deno.args[0] === "--" ? deno.args.slice(1) : deno.args,
   readText: (path) => deno.readTextFile(path),
+  env: (name) => deno.env.get(name),
+  readStdin: () => new Response(deno.stdin.readable).text(),
   serve: (handle, options) =>
     serveDeno({
       fetch: (request, info) => handle(fromRequest(request, clientAddress(info))).then(toResponse),

@@ -14,6 +14,7 @@ import { errorResponse } from "../router.ts";
 import { type AuthorizationServer, createAuthorizationServer } from "../server.ts";
 import type { Storage } from "../storage/types.ts";
 import { type ConfigUser, DEMO_CONFIG, type ReferenceConfig } from "./config.ts";
+import { verifyPassword } from "./passwords.ts";
 
 /** Options of {@link createReferenceApp}. */
 export interface ReferenceAppOptions {
@@ -107,7 +108,7 @@ function landing(server: AuthorizationServer): HttpResponse {
   return { status: 200, headers: [["content-type", "text/plain;charset=UTF-8"]], body };
 }
 
-/** Users with PBKDF2-SHA-256 password hashes; the plain passwords are not kept. */
+/** Users with PBKDF2-SHA-256 password hashes: from the config's `password_hash`, or derived at start from a plaintext `password`. */
 async function hashUsers(users: ConfigUser[], iterations: number) {
   const salt = crypto.getRandomValues(new Uint8Array(16));
   const derive = async (password: string) => {
@@ -115,15 +116,26 @@ async function hashUsers(users: ConfigUser[], iterations: number) {
     const bits = await crypto.subtle.deriveBits({ name: "PBKDF2", hash: "SHA-256", salt, iterations }, key, 256);
     return base64url(new Uint8Array(bits));
   };
-  const table = new Map<string, { hash: string; user: EndUser }>();
-  for (const u of users) table.set(u.username, { hash: await derive(u.password), user: { id: u.username, name: u.name ?? u.username } });
+  const table = new Map<string, { check: (password: string) => Promise<boolean>; user: EndUser }>();
+  for (const u of users) {
+    const user = { id: u.username, name: u.name ?? u.username };
+    if (u.password_hash !== undefined) {
+      const stored = u.password_hash;
+      table.set(u.username, { check: (password) => verifyPassword(password, stored), user });
+    } else {
+      const hash = await derive(u.password ?? "");
+      table.set(u.username, { check: async (password) => timingSafeEqual(await derive(password), hash), user });
+    }
+  }
   const decoy = await derive(base64url(crypto.getRandomValues(new Uint8Array(16))));
+  // With hashed users, an unknown name costs what a hashed user's check costs (same iterations).
+  const decoyHash = users.find((u) => u.password_hash !== undefined)?.password_hash;
   return {
     async verify(username: string, password: string): Promise<EndUser | null> {
       const entry = table.get(username);
       // Derive even for an unknown user, so the answer's timing does not reveal which usernames exist.
-      const ok = timingSafeEqual(await derive(password), entry?.hash ?? decoy);
-      return ok && entry ? entry.user : null;
+      if (!entry) return (decoyHash ? await verifyPassword(password, decoyHash) : timingSafeEqual(await derive(password), decoy), null);
+      return (await entry.check(password)) ? entry.user : null;
     },
   };
 }

@@ -14,11 +14,18 @@
  */
 import { ConfigurationError } from "../errors.ts";
 import type { GrantType } from "../storage/types.ts";
+import { checkField, CONFIG_FILE, FieldError } from "./config_fields.ts";
+import { isPasswordHash } from "./passwords.ts";
 
-/** A user of the reference server's login form. */
+export { configSchema } from "./config_fields.ts";
+
+/** A user of the reference server's login form: exactly one of `password_hash` and `password`. */
 export interface ConfigUser {
   username: string;
-  password: string;
+  /** From `oauth2-fetch-server hash-password`: `pbkdf2-sha256$ITERATIONS$SALT$HASH`. */
+  password_hash?: string;
+  /** Plaintext: accepted so old files keep working, with a warning at start ({@link configWarnings}). */
+  password?: string;
   /** Display name; default the username. */
   name?: string;
 }
@@ -34,17 +41,34 @@ export interface ConfigClient {
   client_credentials_refresh_token?: boolean;
   /** Space-delimited scope granted when a request names none. */
   default_scope?: string;
+  introspection?: "own" | "all";
 }
 
-/** The config file. */
+/**
+ * The config file, checked, with `{ "env": NAME }` values resolved. Keys are the file's own (snake_case); every
+ * key but users, scopes and clients is optional. The command line's `--store`, `--secret` and `--trust-proxy`
+ * override `store`, `secret` and `trust_proxy` here before the app is built.
+ */
 export interface ReferenceConfig {
   users: ConfigUser[];
   scopes: { name: string; description: string }[];
   clients: ConfigClient[];
+  /** Store URL: `memory`, `sqlite:PATH`, `postgres://…`, `redis://…`. */
+  store?: string;
+  /** Signing secret shared by every instance of one issuer. */
+  secret?: string;
   /** `"single"` (the spec, default) or `"multiple"` (RFC 6749 §3.3): the scope part of the spec profile. */
   scope_policy?: "single" | "multiple";
   /** Space-delimited scope for clients that register themselves. */
   default_scope?: string;
+  resources?: string[];
+  client_metadata_documents?: { enabled?: boolean; allow_origins?: string[] };
+  registration?: { enabled?: boolean; initial_access_token?: string; remove_unused_after_days?: number };
+  cors?: { origins?: string[] };
+  refresh_grace_seconds?: number;
+  /** Addresses or CIDR ranges of trusted reverse proxies. */
+  trust_proxy?: string[];
+  metrics?: { enabled?: boolean };
 }
 
 /** The redirect URI of the demo clients: nothing listens there; the code is read from the address bar. */
@@ -102,61 +126,95 @@ export const DEMO_CONFIG: ReferenceConfig = {
   ],
 };
 
-const TOP_LEVEL_KEYS = ["users", "scopes", "clients", "scope_policy", "default_scope"];
-const isString = (v: unknown): v is string => typeof v === "string" && v !== "";
-const isStringList = (v: unknown): v is string[] => Array.isArray(v) && v.every((x) => typeof x === "string");
-
 /**
- * Checks a parsed config file; throws `ConfigurationError` naming the file and the entry at fault. Deeper
- * checks (redirect URI rules, known scopes, grant types) happen at client registration, with the same error type.
+ * Checks a parsed config file against {@link CONFIG_FILE} and the rules between fields; throws
+ * `ConfigurationError` naming the file, the JSON path and the problem:
+ * `Cannot load config "app.json": clients[0].clientSecret: unknown key (did you mean "client_secret"?)`.
+ * Values written `{ "env": "NAME" }` are read from `env` (the CLI passes the process environment).
+ * Deeper checks (redirect URI rules, known scopes) happen at client registration, with the same error type.
  */
-export function parseConfig(value: unknown, source: string): ReferenceConfig {
-  const fail = (message: string): never => {
-    throw new ConfigurationError(`Cannot load config "${source}": ${message}`);
+export function parseConfig(
+  value: unknown,
+  source: string,
+  env: (name: string) => string | undefined = () => undefined,
+): ReferenceConfig {
+  const fail = (path: string, message: string): never => {
+    throw new ConfigurationError(`Cannot load config "${source}": ${path === "" ? "" : `${path}: `}${message}`);
   };
-  if (typeof value !== "object" || value === null || Array.isArray(value)) return fail("the top level must be an object");
-  const v = value as Record<string, unknown>;
-  for (const key of Object.keys(v)) {
-    if (!TOP_LEVEL_KEYS.includes(key)) fail(`unknown key "${key}" (expected ${TOP_LEVEL_KEYS.join(", ")})`);
+  let config: ReferenceConfig;
+  try {
+    config = checkField(CONFIG_FILE, value, "", env) as ReferenceConfig;
+  } catch (error) {
+    if (error instanceof FieldError) return fail(error.path === "" ? "the top level" : error.path, error.message);
+    throw error;
   }
-  const users = v.users ?? [];
-  const scopes = v.scopes;
-  const clients = v.clients;
-  if (!Array.isArray(users)) return fail(`"users" must be a list`);
-  if (!Array.isArray(scopes) || scopes.length === 0) return fail(`"scopes" must be a non-empty list`);
-  if (!Array.isArray(clients)) return fail(`"clients" must be a list`);
-  users.forEach((u, i) => {
-    if (!isString(u?.username) || !isString(u?.password)) fail(`users[${i}] needs "username" and "password" strings`);
-    if (u.name !== undefined && typeof u.name !== "string") fail(`users[${i}].name must be a string`);
-  });
-  const names = new Set(users.map((u: ConfigUser) => u.username));
-  if (names.size !== users.length) fail(`two users share a username`);
-  scopes.forEach((s, i) => {
-    if (!isString(s?.name) || typeof s?.description !== "string") fail(`scopes[${i}] needs "name" and "description"`);
-  });
-  if (v.scope_policy !== undefined && v.scope_policy !== "single" && v.scope_policy !== "multiple") {
-    fail(`"scope_policy" must be "single" or "multiple"`);
-  }
-  if (v.default_scope !== undefined && !isString(v.default_scope)) fail(`"default_scope" must be a non-empty string`);
-  const ids = new Set<string>();
-  clients.forEach((c, i) => {
-    const at = `clients[${i}]`;
-    if (typeof c !== "object" || c === null) fail(`${at} must be an object`);
-    if (!isString(c.client_id)) fail(`${at}.client_id must be a non-empty string`);
-    if (ids.has(c.client_id)) fail(`client_id "${c.client_id}" appears twice`);
-    ids.add(c.client_id);
-    if (c.client_secret !== undefined && !isString(c.client_secret)) fail(`${at}.client_secret must be a string`);
-    if (!isString(c.name)) fail(`${at}.name must be a non-empty string`);
-    if (!isStringList(c.redirect_uris ?? [])) fail(`${at}.redirect_uris must be a list of strings`);
-    if (!isStringList(c.scopes)) fail(`${at}.scopes must be a list of strings`);
-    if (!isStringList(c.grant_types)) fail(`${at}.grant_types must be a list of strings`);
-    if (c.client_credentials_refresh_token !== undefined && typeof c.client_credentials_refresh_token !== "boolean") {
-      fail(`${at}.client_credentials_refresh_token must be true or false`);
+  config.users ??= [];
+  config.clients ??= [];
+  delete (config as { $schema?: unknown }).$schema;
+  if (config.scopes.length === 0) fail("scopes", "must name at least one scope");
+  const scopeNames = unique(config.scopes.map((s) => s.name), (i, name) => fail(`scopes[${i}].name`, `"${name}" appears twice`));
+  const knownScope = (path: string, scope: string, within: Set<string> = scopeNames) => {
+    for (const s of scope.split(" ")) if (!within.has(s)) fail(path, `"${s}" is not ${within === scopeNames ? "a declared scope" : "one of the client's scopes"}`);
+  };
+  unique(config.users.map((u) => u.username), (i, name) => fail(`users[${i}].username`, `"${name}" appears twice`));
+  config.users.forEach((u, i) => {
+    if ((u.password === undefined) === (u.password_hash === undefined)) fail(`users[${i}]`, 'give exactly one of "password_hash" and "password"');
+    if (u.password_hash !== undefined && !isPasswordHash(u.password_hash)) {
+      fail(`users[${i}].password_hash`, "is not a hash from `oauth2-fetch-server hash-password`");
     }
-    if (c.default_scope !== undefined && !isString(c.default_scope)) fail(`${at}.default_scope must be a non-empty string`);
   });
-  const config = { users, scopes, clients } as ReferenceConfig;
-  if (v.scope_policy !== undefined) config.scope_policy = v.scope_policy as "single" | "multiple";
-  if (v.default_scope !== undefined) config.default_scope = v.default_scope as string;
+  unique(config.clients.map((c) => c.client_id), (i, id) => fail(`clients[${i}].client_id`, `"${id}" appears twice`));
+  config.clients.forEach((c, i) => {
+    const at = `clients[${i}]`;
+    c.redirect_uris ??= [];
+    if (c.client_credentials_refresh_token === true && !c.grant_types.includes("refresh_token")) {
+      fail(`${at}.client_credentials_refresh_token`, 'is true but grant_types lacks "refresh_token", so no refresh token could be used');
+    }
+    if (c.client_credentials_refresh_token === true && !c.grant_types.includes("client_credentials")) {
+      fail(`${at}.client_credentials_refresh_token`, 'is true but grant_types lacks "client_credentials"');
+    }
+    if (c.client_secret === undefined && c.grant_types.includes("client_credentials")) {
+      fail(`${at}.grant_types`, 'a public client (no client_secret) cannot use "client_credentials"');
+    }
+    if (c.default_scope !== undefined) {
+      knownScope(`${at}.default_scope`, c.default_scope, new Set(c.scopes));
+      if (config.scope_policy !== "multiple" && c.default_scope.includes(" ")) {
+        fail(`${at}.default_scope`, 'names several scopes, but scope_policy is "single" (one scope per request)');
+      }
+    }
+  });
+  if (config.default_scope !== undefined) {
+    knownScope("default_scope", config.default_scope);
+    if (config.scope_policy !== "multiple" && config.default_scope.includes(" ")) {
+      fail("default_scope", 'names several scopes, but scope_policy is "single" (one scope per request)');
+    }
+  }
+  if (config.registration?.initial_access_token !== undefined && config.registration.enabled !== true) {
+    fail("registration.initial_access_token", "is set but registration.enabled is not true");
+  }
+  if (config.client_metadata_documents?.allow_origins !== undefined && config.client_metadata_documents.enabled !== true) {
+    fail("client_metadata_documents.allow_origins", "is set but client_metadata_documents.enabled is not true");
+  }
+  if (config.secret !== undefined && config.secret.length < 32) fail("secret", "must be at least 32 characters");
   return config;
+}
+
+/** Warnings to print at start: each user whose password is in plaintext. */
+export function configWarnings(config: ReferenceConfig, source: string): string[] {
+  return config.users
+    .filter((u) => u.password !== undefined)
+    .map((u) =>
+      `warning: config "${source}": user "${u.username}" has a plaintext "password"; ` +
+      'replace it with "password_hash" from `oauth2-fetch-server hash-password`'
+    );
+}
+
+/** The set of `names`; calls `duplicate(index, name)` at the first repeat. */
+function unique(names: string[], duplicate: (index: number, name: string) => void): Set<string> {
+  const seen = new Set<string>();
+  names.forEach((name, i) => {
+    if (seen.has(name)) duplicate(i, name);
+    seen.add(name);
+  });
+  return seen;
 }

@@ -69,12 +69,12 @@ test("--config FILE replaces the demo with its users, scopes and clients", async
 }, 30_000);
 
 test.each([
-  [["--port", "99999"], /--port must be 0-65535/],
-  [["--colour"], /unknown flag "--colour"/],
-  [["--config", "/no/such/file.json"], /Cannot load config "\/no\/such\/file.json"/],
-])("bad command line %j: exit 1 with a clear message", async (args, message) => {
+  [["--port", "99999"], /--port must be 0-65535/, 2],
+  [["--colour"], /unknown flag "--colour"\nusage: oauth2-fetch-server serve/, 2],
+  [["--config", "/no/such/file.json"], /^config file not found: \/no\/such\/file.json$/m, 1],
+])("bad command line %j: a clear message and the right exit code", async (args, message, code) => {
   const error = await start(args).catch((e: { code: number; output: string }) => e);
-  expect((error as { code: number }).code).toBe(1);
+  expect((error as { code: number }).code).toBe(code);
   expect((error as { output: string }).output).toMatch(message);
 }, 30_000);
 
