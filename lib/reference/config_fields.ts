@@ -221,12 +221,11 @@ function describe(value: unknown): string {
 
 /** ` (did you mean "x"?)` for the closest known name, or nothing when none is close. */
 export function didYouMean(name: string, known: readonly string[]): string {
-  const squash = (s: string) => s.toLowerCase().replace(/[^a-z0-9]/g, "");
   let best: string | undefined;
   let bestDistance = Infinity;
   for (const candidate of known) {
-    // clientSecret, client-secret and CLIENT_SECRET all mean client_secret.
-    const d = squash(candidate) === squash(name) ? 0 : distance(name.toLowerCase(), candidate.toLowerCase());
+    // Case-blind, so clientSecret and CLIENT_SECRET are one edit from client_secret.
+    const d = distance(name.toLowerCase(), candidate.toLowerCase());
     if (d < bestDistance) [best, bestDistance] = [candidate, d];
   }
   return best !== undefined && bestDistance <= Math.max(2, Math.floor(name.length / 3)) ? ` (did you mean "${best}"?)` : "";
