@@ -65,3 +65,30 @@ test("relative imports carry explicit .ts specifiers, so Deno runs the source un
   }
   expect(offenders).toEqual([]);
 });
+
+test("the package is installable and described: bin, LICENSE, CHANGELOG, repository, schema shipped on npm and JSR", () => {
+  expect(pkg.bin).toEqual({ "oauth2-fetch-server": "./dist/lib/cli/serve.js" });
+  expect(readFileSync("lib/cli/serve.ts", "utf8").startsWith("#!/usr/bin/env node\n")).toBe(true);
+  // A git install runs `prepare`, so it gets dist/ like the tarball.
+  expect(pkg.scripts.prepare).toBe("npm run build");
+  expect(pkg.repository?.url).toMatch(/^git\+https:\/\//);
+  expect(readFileSync("LICENSE", "utf8")).toMatch(new RegExp(`^${pkg.license} License`));
+  expect(deno.license).toBe(pkg.license);
+  expect(readFileSync("CHANGELOG.md", "utf8")).toContain(`## ${pkg.version}`);
+  for (const file of ["LICENSE", "CHANGELOG.md", "config.schema.json"]) {
+    expect(pkg.files).toContain(file);
+    expect(deno.publish.include).toContain(file);
+  }
+});
+
+test("the READMEs link only to files inside the repository", () => {
+  for (const readme of ["README.md", "conformance/README.md"]) {
+    const dir = readme.includes("/") ? readme.slice(0, readme.lastIndexOf("/") + 1) : "";
+    for (const [, target] of readFileSync(readme, "utf8").matchAll(/\]\(([^)\s]+)\)/g)) {
+      if (/^(https?:|#|mailto:)/.test(target!)) continue;
+      const path = join(dir, target!.split("#")[0]!);
+      expect(path.startsWith("..") || path.startsWith("/"), `${readme}: ${target}`).toBe(false);
+      expect(existsSync(path), `${readme}: ${target}`).toBe(true);
+    }
+  }
+});

@@ -2,7 +2,7 @@
 // fresh project, imported entry point by entry point in plain Node (no tsx), serving a client_credentials
 // request over HTTP; and its declarations type-checked from a consumer's TypeScript, skipLibCheck off.
 // Vitest on Node only.
-import { execFileSync } from "node:child_process";
+import { execFileSync, spawn } from "node:child_process";
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
@@ -48,12 +48,12 @@ describe("the packed tarball", () => {
       expect(files).toContain(target.default.slice(2));
       expect(files).toContain(target.types.slice(2));
     }
-    expect(files).toContain("README.md");
-    expect(files).toContain("package.json");
-    const stray = files.filter((f) => !/^dist\/.*\.(js|d\.ts)$/.test(f) && !["README.md", "package.json", "LICENSE"].includes(f));
+    for (const file of ["README.md", "package.json", "LICENSE", "CHANGELOG.md", "config.schema.json"]) expect(files).toContain(file);
+    const stray = files.filter((f) => !/^dist\/.*\.(js|d\.ts)$/.test(f) && !["README.md", "package.json", "LICENSE", "CHANGELOG.md", "config.schema.json"].includes(f));
     expect(stray).toEqual([]);
-    // No TypeScript sources, tests or command-line entry points.
-    expect(files.filter((f) => /(^|\/)(test|cli)\/|\.test\.|(?<!\.d)\.ts$/.test(f))).toEqual([]);
+    // No TypeScript sources or tests; of the command line, only the Node build (the Deno and Bun entry points run from source).
+    expect(files.filter((f) => /(^|\/)test\/|\.test\.|(?<!\.d)\.ts$|serve_(deno|bun)/.test(f))).toEqual([]);
+    expect(files).toContain("dist/lib/cli/serve.js");
   });
 
   test("installed, every entry point imports in plain Node and a client_credentials request succeeds over HTTP", () => {
@@ -113,6 +113,47 @@ describe("the packed tarball", () => {
     expect(out.contractChecks).toBeGreaterThan(0);
     expect(out.cases).toBeGreaterThan(0);
   }, 60_000);
+
+  test("its bin runs with npx: --help, --version, hash-password, and serve with a config file", async () => {
+    const npx = (args: string[], input = "") =>
+      execFileSync("npx", ["--no-install", "oauth2-fetch-server", ...args], {
+        cwd: consumer, encoding: "utf8", timeout: 60_000, input,
+        env: { ...process.env, npm_config_update_notifier: "false", npm_config_offline: "true" },
+      });
+    expect(npx(["--help"])).toContain("usage: oauth2-fetch-server");
+    expect(npx(["--version"]).trim()).toBe(pkg.version);
+    const hash = npx(["hash-password"], "consumer password").trim();
+    expect(hash).toMatch(/^pbkdf2-sha256\$/);
+    writeFileSync(join(consumer, "config.json"), JSON.stringify({
+      $schema: "./node_modules/oauth2-fetch-server/config.schema.json",
+      users: [{ username: "ann", password_hash: hash }],
+      scopes: [{ name: "read", description: "Read" }],
+      clients: [{ client_id: "job", client_secret: "job-secret-0123456789", name: "Job", scopes: ["read"], grant_types: ["client_credentials"] }],
+    }));
+    const child = spawn("npx", ["--no-install", "oauth2-fetch-server", "serve", "--port", "0", "--config", "config.json"], {
+      cwd: consumer, stdio: ["ignore", "pipe", "pipe"], detached: true,
+    });
+    try {
+      const url = await new Promise<string>((resolve, reject) => {
+        let output = "";
+        const timer = setTimeout(() => reject(new Error(output)), 30_000);
+        const onData = (chunk: Buffer) => {
+          output += chunk;
+          const match = /listening on (\S+)/.exec(output);
+          if (match) (clearTimeout(timer), resolve(match[1]!));
+        };
+        child.stdout!.on("data", onData);
+        child.stderr!.on("data", onData);
+      });
+      const response = await fetch(`${url}/token`, {
+        method: "POST",
+        body: new URLSearchParams({ grant_type: "client_credentials", client_id: "job", client_secret: "job-secret-0123456789", scope: "read" }),
+      });
+      expect(response.status).toBe(200);
+    } finally {
+      process.kill(-child.pid!, "SIGKILL");
+    }
+  }, 90_000);
 
   test("its declarations type-check from a strict consumer (nodenext, skipLibCheck off, no @types/node)", () => {
     writeFileSync(join(consumer, "main.ts"), `
