@@ -32,14 +32,17 @@ export type { AccessTokenInfo } from "./lib/bearer.ts";
 export type { TokenResponse } from "./lib/tokens.ts";
 export { passwordLogin, type PasswordLoginOptions } from "./lib/consent/login.ts";
 export { MemoryStorage, memoryStorage, type MemoryStorageOptions } from "./lib/storage/memory.ts";
-export type {
-  AccessTokenRecord,
-  ClientRecord,
-  CodeRecord,
-  GrantType,
-  IssuedTokens,
-  RefreshTokenRecord,
-  Storage,
+export {
+  type AccessTokenRecord,
+  type ClientOrigin,
+  type ClientRecord,
+  type CodeRecord,
+  type GrantRecord,
+  type GrantType,
+  type IssuedTokens,
+  type RefreshTokenRecord,
+  type Storage,
+  STORAGE_METHODS,
 } from "./lib/storage/types.ts";
 export { type ContractCheck, type ContractOptions, storageContract } from "./lib/storage/contract.ts";
 export { fromRequest, type HttpRequest, type HttpResponse, toResponse } from "./lib/http.ts";

@@ -21,7 +21,7 @@ export const clientCredentials: Grant = {
       grant_id: refresh ? newGrantId() : undefined,
       refresh_expires_at: refresh ? now + context.refreshTokenTtl : undefined,
     }, context, now);
-    await context.storage.saveTokens(records);
+    await context.storage.saveTokens(records, now);
     return response;
   },
 };

@@ -7,13 +7,13 @@
  *
  * @example
  * ```ts
- * import { storageContract } from "oauth2-fetch-server/storage-contract";
+ * import { storageContract } from "oauth2-fetch-server/storage/contract";
  * for (const check of storageContract(() => myStore())) test(check.name, check.run);
  * ```
  *
  * @module
  */
-import type { ClientRecord, CodeRecord, IssuedTokens, Storage } from "./types.ts";
+import type { ClientRecord, CodeRecord, GrantRecord, IssuedTokens, Storage } from "./types.ts";
 
 /** One named check of the contract. */
 export interface ContractCheck {
@@ -25,9 +25,20 @@ export interface ContractCheck {
 export interface ContractOptions {
   /** How many concurrent callers race for one code or refresh token. Default 50. */
   concurrency?: number;
+  /**
+   * The store deletes expired records by itself (Redis TTLs), so {@link Storage.purgeExpired} may return 0
+   * and is not required to have deleted anything. Default false.
+   */
+  expiresByItself?: boolean;
 }
 
-const T0 = 1_700_000_000_000;
+/**
+ * The contract's "now": the real time when the module loads, so that a store which hands expiry to its
+ * database (Redis PEXPIREAT, SQL jobs) sees records that are live for real, and every check passes times
+ * explicitly.
+ */
+const T0 = Math.floor(Date.now() / 1000) * 1000;
+const MINUTE = 60_000;
 let counter = 0;
 const id = (prefix: string) => `${prefix}-${++counter}-${Math.random().toString(36).slice(2)}`;
 
@@ -49,29 +60,41 @@ const client = (overrides: Partial<ClientRecord> = {}): ClientRecord => ({
   ...overrides,
 });
 
-const code = (grant: string, expiresAt = T0 + 600_000): CodeRecord => ({
+const code = (grant: string, expiresAt = T0 + 600_000, clientId = "c", userId = "u"): CodeRecord => ({
   hash: id("code"),
   grant_id: grant,
-  client_id: "c",
-  user_id: "u",
+  client_id: clientId,
+  user_id: userId,
   redirect_uri: "https://app.example/cb",
   scope: "read",
   code_challenge: "E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM",
   expires_at: expiresAt,
 });
 
-const tokens = (grant: string | undefined, refresh: boolean, expiresAt = T0 + 3_600_000): IssuedTokens => {
-  const issued: IssuedTokens = { access: { hash: id("at"), client_id: "c", user_id: "u", scope: "read", expires_at: expiresAt } };
+const tokens = (
+  grant: string | undefined,
+  refresh: boolean,
+  expiresAt = T0 + 3_600_000,
+  clientId = "c",
+  userId: string | undefined = "u",
+): IssuedTokens => {
+  const issued: IssuedTokens = { access: { hash: id("at"), client_id: clientId, scope: "read", expires_at: expiresAt } };
+  if (userId !== undefined) issued.access.user_id = userId;
   if (grant !== undefined) issued.access.grant_id = grant;
   if (refresh && grant !== undefined) {
-    issued.refresh = { hash: id("rt"), grant_id: grant, client_id: "c", user_id: "u", scope: "read", expires_at: expiresAt * 2 - T0 };
+    issued.refresh = { hash: id("rt"), grant_id: grant, client_id: clientId, scope: "read", expires_at: expiresAt * 2 - T0 };
+    if (userId !== undefined) issued.refresh.user_id = userId;
   }
   return issued;
 };
 
+/** Who won a race: the indexes of the callers that got a non-null answer. */
+const winnersOf = (results: unknown[]): number[] => results.flatMap((r, i) => (r ? [i] : []));
+
 /** The contract's checks for stores made by `makeStore` (a fresh store per check). */
 export function storageContract(makeStore: () => Storage | Promise<Storage>, options: ContractOptions = {}): ContractCheck[] {
   const n = options.concurrency ?? 50;
+  const purgeCounts = options.expiresByItself !== true;
   const check = (name: string, run: (store: Storage) => Promise<void>): ContractCheck => ({
     name,
     run: async () => run(await makeStore()),
@@ -121,7 +144,7 @@ export function storageContract(makeStore: () => Storage | Promise<Storage>, opt
     check(`refresh: ${n} concurrent rotations of one token have exactly one winner`, async (store) => {
       const grant = id("grant");
       const first = tokens(grant, true);
-      await store.saveTokens(first);
+      await store.saveTokens(first, T0);
       const next = Array.from({ length: n }, () => tokens(grant, true));
       const results = await Promise.all(next.map((t) => store.rotateRefreshToken(first.refresh!.hash, t, T0)));
       const winners = results.flatMap((r, i) => (r ? [i] : []));
@@ -132,7 +155,7 @@ export function storageContract(makeStore: () => Storage | Promise<Storage>, opt
     }),
     check("tokens: found until they expire", async (store) => {
       const t = tokens(undefined, false);
-      await store.saveTokens(t);
+      await store.saveTokens(t, T0);
       assert((await store.findAccessToken(t.access.hash, T0))?.client_id === "c", "a saved access token is found");
       assert((await store.findAccessToken(t.access.hash, t.access.expires_at)) === null, "an expired one is not");
     }),
@@ -150,19 +173,255 @@ export function storageContract(makeStore: () => Storage | Promise<Storage>, opt
       assert((await store.findRefreshToken(second.refresh!.hash, T0)) === null, "refresh token revoked");
       assert((await store.rotateRefreshToken(second.refresh!.hash, tokens(grant, true), T0)) === null, "no rotation after");
       const late = tokens(grant, true);
-      await store.saveTokens(late);
+      await store.saveTokens(late, T0);
       assert((await store.findAccessToken(late.access.hash, T0)) === null, "a write after revocation is dropped");
+      const lateCode = code(grant);
+      await store.saveCode(lateCode);
+      assert((await store.findCode(lateCode.hash, T0)) === null, "a code saved after revocation is dropped");
+      assert((await store.listGrants("u", T0)).every((g) => g.grant_id !== grant), "a revoked grant is not listed");
+      await store.revokeGrant(id("never-issued"));
+      const early = id("grant");
+      await store.revokeGrant(early);
+      const afterEarly = tokens(early, true);
+      await store.saveTokens(afterEarly, T0);
+      assert((await store.findAccessToken(afterEarly.access.hash, T0)) === null, "a grant revoked before any write stays revoked");
     }),
     check("revocation: one access token, leaving the rest of its grant", async (store) => {
       const grant = id("grant");
       const a = tokens(grant, true);
       const b = tokens(grant, false);
-      await store.saveTokens(a);
-      await store.saveTokens(b);
+      await store.saveTokens(a, T0);
+      await store.saveTokens(b, T0);
       await store.revokeAccessToken(a.access.hash);
       assert((await store.findAccessToken(a.access.hash, T0)) === null, "the revoked token is gone");
       assert(await store.findAccessToken(b.access.hash, T0), "its sibling lives");
       assert(await store.findRefreshToken(a.refresh!.hash, T0), "the refresh token lives");
+    }),
+    check("clients: new fields round-trip, and every client is listed", async (store) => {
+      const c = client({
+        default_scope: "read",
+        introspection: "all",
+        origin: "registration",
+        metadata: { client_uri: "https://app.example", contacts: ["ops@app.example"], application_type: "web" },
+      });
+      const plain = client();
+      await store.saveClient(c);
+      await store.saveClient(plain);
+      const got = await store.getClient(c.client_id);
+      assert(got?.default_scope === "read" && got.introspection === "all" && got.origin === "registration", "fields kept");
+      assert(JSON.stringify(got.metadata) === JSON.stringify(c.metadata), "metadata kept as given");
+      const bare = await store.getClient(plain.client_id);
+      assert(bare && !("metadata" in bare) && !("default_scope" in bare), "absent optional fields stay absent");
+      const listed = (await store.listClients()).map((x) => x.client_id);
+      assert(listed.includes(c.client_id) && listed.includes(plain.client_id), "listClients lists both");
+    }),
+    check("clients: storing tokens sets last_used_at, at least once a minute", async (store) => {
+      const c = client({ grant_types: ["client_credentials"] });
+      await store.saveClient(c);
+      await store.saveTokens(tokens(undefined, false, T0 + 3_600_000, c.client_id, undefined), T0);
+      assert((await store.getClient(c.client_id))?.last_used_at === T0, "set on the first tokens");
+      await store.saveTokens(tokens(undefined, false, T0 + 3_600_000, c.client_id, undefined), T0 + MINUTE + 1);
+      assert((await store.getClient(c.client_id))?.last_used_at === T0 + MINUTE + 1, "set again a minute later");
+      await store.saveTokens(tokens(undefined, false, T0 + 3_600_000, "no-such-client", undefined), T0);
+      assert((await store.getClient("no-such-client")) === null, "tokens of an unknown client create no client");
+    }),
+    check("clients: deleteClient revokes every grant, code and token of the client, and no other", async (store) => {
+      const c = client();
+      const other = client();
+      await store.saveClient(c);
+      await store.saveClient(other);
+      const grant = id("grant");
+      const redeemed = code(grant, T0 + 600_000, c.client_id);
+      await store.saveCode(redeemed);
+      const issued = tokens(grant, true, T0 + 3_600_000, c.client_id);
+      assert(await store.redeemCode(redeemed.hash, issued, T0), "redeem");
+      const pending = code(id("grant"), T0 + 600_000, c.client_id);
+      await store.saveCode(pending);
+      const own = tokens(undefined, false, T0 + 3_600_000, c.client_id, undefined);
+      await store.saveTokens(own, T0);
+      const ccGrant = id("grant");
+      const ccRefresh = tokens(ccGrant, true, T0 + 3_600_000, c.client_id, undefined);
+      await store.saveTokens(ccRefresh, T0);
+      const theirs = tokens(id("grant"), true, T0 + 3_600_000, other.client_id);
+      await store.saveTokens(theirs, T0);
+      assert((await store.deleteClient(c.client_id)) === true, "deleting an existing client gives true");
+      assert((await store.getClient(c.client_id)) === null, "the client is gone");
+      assert((await store.findAccessToken(issued.access.hash, T0)) === null, "its user's access token is revoked");
+      assert((await store.findRefreshToken(issued.refresh!.hash, T0)) === null, "its refresh token is revoked");
+      assert((await store.findCode(pending.hash, T0)) === null, "its unredeemed code is gone");
+      assert((await store.findAccessToken(own.access.hash, T0)) === null, "its grantless client_credentials token is gone");
+      assert((await store.findRefreshToken(ccRefresh.refresh!.hash, T0)) === null, "its client_credentials grant is gone");
+      assert((await store.listGrants("u", T0)).every((g) => g.client_id !== c.client_id), "no grant of it is listed");
+      assert(await store.findAccessToken(theirs.access.hash, T0), "another client's token lives");
+      assert(await store.getClient(other.client_id), "another client lives");
+      assert((await store.deleteClient(c.client_id)) === false, "deleting it again gives false");
+    }),
+    check("clients: revokeClientGrants revokes the grants and tokens but keeps the client", async (store) => {
+      const c = client();
+      await store.saveClient(c);
+      const issued = [1, 2, 3].map(() => tokens(id("grant"), true, T0 + 3_600_000, c.client_id));
+      for (const t of issued) {
+        const k = code(t.access.grant_id!, T0 + 600_000, c.client_id);
+        await store.saveCode(k);
+        assert(await store.redeemCode(k.hash, t, T0), "redeem");
+      }
+      const own = tokens(undefined, false, T0 + 3_600_000, c.client_id, undefined);
+      await store.saveTokens(own, T0);
+      assert((await store.revokeClientGrants(c.client_id)) === 3, "three grants revoked");
+      for (const t of issued) assert((await store.findRefreshToken(t.refresh!.hash, T0)) === null, "refresh revoked");
+      assert((await store.findAccessToken(own.access.hash, T0)) === null, "client_credentials token revoked");
+      assert((await store.getClient(c.client_id))?.active === true, "the client stays");
+      assert((await store.revokeClientGrants(c.client_id)) === 0, "nothing left to revoke");
+    }),
+    check("resource: the RFC 8707 audiences round-trip on codes, tokens and grants", async (store) => {
+      const grant = id("grant");
+      const resource = ["https://api.example/", "https://mcp.example/mcp"];
+      const c = { ...code(grant), resource };
+      await store.saveCode(c);
+      assert(JSON.stringify((await store.findCode(c.hash, T0))?.resource) === JSON.stringify(resource), "code");
+      const t = tokens(grant, true);
+      t.access.resource = resource;
+      t.refresh!.resource = resource;
+      assert(await store.redeemCode(c.hash, t, T0), "redeem");
+      assert(JSON.stringify((await store.findAccessToken(t.access.hash, T0))?.resource) === JSON.stringify(resource), "access");
+      assert(JSON.stringify((await store.findRefreshToken(t.refresh!.hash, T0))?.resource) === JSON.stringify(resource), "refresh");
+      const listed = (await store.listGrants("u", T0)).find((g) => g.grant_id === grant);
+      assert(JSON.stringify(listed?.resource) === JSON.stringify(resource), "grant");
+      const plain = code(id("grant"));
+      await store.saveCode(plain);
+      assert(!("resource" in (await store.findCode(plain.hash, T0))!), "no resource stays absent");
+    }),
+    check("grants: a redemption creates a listed grant; rotation touches it; expiry and revocation unlist it", async (store) => {
+      const user = id("user");
+      const grant = id("grant");
+      const c = code(grant, T0 + 600_000, "c", user);
+      await store.saveCode(c);
+      assert((await store.listGrants(user, T0)).length === 0, "an unredeemed code is no grant yet");
+      const first = tokens(grant, true, T0 + 3_600_000, "c", user);
+      assert(await store.redeemCode(c.hash, first, T0), "redeem");
+      const listed = await store.listGrants(user, T0);
+      const expected: GrantRecord = {
+        grant_id: grant, client_id: "c", user_id: user, scope: "read",
+        created_at: T0, last_used_at: T0, expires_at: first.refresh!.expires_at,
+      };
+      assert(listed.length === 1, `one grant listed (got ${listed.length})`);
+      for (const [key, value] of Object.entries(expected)) {
+        assert(listed[0]![key as keyof GrantRecord] === value, `grant field ${key} is ${String(value)}`);
+      }
+      assert((await store.listGrants(id("user"), T0)).length === 0, "another user has none");
+      const second = tokens(grant, true, T0 + 7_200_000, "c", user);
+      assert(await store.rotateRefreshToken(first.refresh!.hash, second, T0 + 1000), "rotate");
+      const touched = (await store.listGrants(user, T0 + 1000))[0];
+      assert(touched?.last_used_at === T0 + 1000 && touched.created_at === T0, "rotation sets last_used_at");
+      assert(touched.expires_at >= second.refresh!.expires_at, "the grant lives as long as its newest token");
+      assert((await store.listGrants(user, touched.expires_at)).length === 0, "an expired grant is not listed");
+      await store.revokeGrant(grant);
+      assert((await store.listGrants(user, T0)).length === 0, "a revoked grant is not listed");
+    }),
+    check("grants: a client_credentials refresh token creates a grant of the client alone", async (store) => {
+      const c = client({ grant_types: ["client_credentials", "refresh_token"], client_credentials_refresh_token: true });
+      await store.saveClient(c);
+      const t = tokens(id("grant"), true, T0 + 3_600_000, c.client_id, undefined);
+      await store.saveTokens(t, T0);
+      assert((await store.revokeClientGrants(c.client_id)) === 1, "the grant exists and is the client's");
+      assert((await store.findRefreshToken(t.refresh!.hash, T0)) === null, "and it is revoked with its tokens");
+    }),
+    check("refresh: a retry inside the grace window succeeds while the successor is unused", async (store) => {
+      const grant = id("grant");
+      const first = tokens(grant, true);
+      await store.saveTokens(first, T0);
+      const successor = tokens(grant, true);
+      assert(await store.rotateRefreshToken(first.refresh!.hash, successor, T0, 10_000), "first rotation");
+      assert((await store.rotateRefreshToken(first.refresh!.hash, tokens(grant, true), T0 + 1000)) === null, "no grace, no retry");
+      const retry = tokens(grant, true);
+      assert(await store.rotateRefreshToken(first.refresh!.hash, retry, T0 + 5000, 10_000), "a retry inside the window");
+      assert(await store.findRefreshToken(retry.refresh!.hash, T0 + 5000), "the retry's tokens are stored");
+      assert(await store.findAccessToken(successor.access.hash, T0 + 5000), "nothing was revoked");
+      assert((await store.findRefreshToken(first.refresh!.hash, T0))?.rotated_at === T0, "the retry changes nothing on the old token");
+      assert((await store.rotateRefreshToken(first.refresh!.hash, tokens(grant, true), T0 + 10_000, 10_000)) === null, "the window is open-ended: rotated_at > now - graceMs");
+      assert(await store.rotateRefreshToken(successor.refresh!.hash, tokens(grant, true), T0 + 6000, 10_000), "the successor rotates");
+      assert((await store.rotateRefreshToken(first.refresh!.hash, tokens(grant, true), T0 + 7000, 10_000)) === null, "no retry once the successor was rotated");
+    }),
+    check("refresh: no grace retry after the grant was revoked", async (store) => {
+      const grant = id("grant");
+      const first = tokens(grant, true);
+      await store.saveTokens(first, T0);
+      assert(await store.rotateRefreshToken(first.refresh!.hash, tokens(grant, true), T0, 10_000), "rotation");
+      await store.revokeGrant(grant);
+      const late = tokens(grant, true);
+      assert((await store.rotateRefreshToken(first.refresh!.hash, late, T0 + 1000, 10_000)) === null, "refused");
+      assert((await store.findAccessToken(late.access.hash, T0 + 1000)) === null, "nothing stored");
+    }),
+    check("codes: saveCode with a limit keeps only the newest unredeemed codes of one client and user", async (store) => {
+      const user = id("user");
+      const saved = [1, 2, 3, 4, 5].map((i) => code(id("grant"), T0 + 600_000 + i, "c", user));
+      for (const c of saved) await store.saveCode(c, 3);
+      const found = await Promise.all(saved.map((c) => store.findCode(c.hash, T0)));
+      assert(found.map((f) => f !== null).join() === "false,false,true,true,true", `the two oldest are dropped (got ${found.map((f) => f !== null).join()})`);
+      assert(await store.redeemCode(saved[2]!.hash, tokens(saved[2]!.grant_id, false), T0), "redeem one");
+      const later = code(id("grant"), T0 + 600_010, "c", user);
+      await store.saveCode(later, 3);
+      assert(await store.findCode(saved[3]!.hash, T0), "a redeemed code does not count against the limit");
+      assert((await store.findCode(saved[2]!.hash, T0))?.redeemed_at === T0, "nor is it dropped");
+      const elsewhere = code(id("grant"), T0 + 600_000, "c", id("user"));
+      await store.saveCode(elsewhere, 1);
+      assert(await store.findCode(saved[4]!.hash, T0), "another user's codes do not count");
+      await store.saveCode(code(id("grant"), T0 + 600_020, "c", user));
+      assert(await store.findCode(saved[3]!.hash, T0), "without a limit nothing is dropped");
+    }),
+    check(`marks: ${n} concurrent markOnce of one key have exactly one winner, until the mark expires`, async (store) => {
+      const key = id("once");
+      const results = await Promise.all(Array.from({ length: n }, () => store.markOnce(key, T0 + 60_000, T0)));
+      assert(winnersOf(results).length === 1, `exactly one markOnce wins (got ${winnersOf(results).length})`);
+      assert((await store.isMarked(key, T0 + 59_999)) === true, "marked while live");
+      assert((await store.isMarked(key, T0 + 60_000)) === false, "not marked once expired");
+      assert((await store.isMarked(id("once"), T0)) === false, "an unknown key is not marked");
+      assert((await store.markOnce(key, T0 + 120_000, T0 + 60_000)) === true, "an expired mark can be set again");
+      assert((await store.markOnce(key, T0 + 180_000, T0 + 61_000)) === false, "and is then live again");
+    }),
+    check(`settings: ${n} concurrent initSetting calls all get the first value`, async (store) => {
+      const name = id("setting");
+      const values = Array.from({ length: n }, (_, i) => `value-${i}`);
+      const results = await Promise.all(values.map((v) => store.initSetting(name, v)));
+      assert(new Set(results).size === 1 && values.includes(results[0]!), "every caller sees one stored value");
+      assert((await store.initSetting(name, "later")) === results[0], "a later call keeps it");
+    }),
+    check("purge: purgeExpired deletes every expired record and no live one", async (store) => {
+      const soon = T0 + 1000;
+      const expired: { codes: CodeRecord[]; issued: IssuedTokens[] } = { codes: [], issued: [] };
+      for (let i = 0; i < 200; i++) {
+        const grant = id("grant");
+        const c = code(grant, soon);
+        await store.saveCode(c);
+        expired.codes.push(c);
+        const t = tokens(grant, true, soon);
+        t.refresh!.expires_at = soon;
+        await store.saveTokens(t, T0);
+        expired.issued.push(t);
+        await store.markOnce(id("once"), soon, T0);
+      }
+      const liveGrant = id("grant");
+      const liveCode = code(liveGrant);
+      await store.saveCode(liveCode);
+      const live = tokens(liveGrant, true);
+      await store.saveTokens(live, T0);
+      const liveMark = id("once");
+      await store.markOnce(liveMark, T0 + 3_600_000, T0);
+      const later = soon + 2 * MINUTE;
+      const deleted = await store.purgeExpired(later);
+      assert(!purgeCounts || deleted >= 800, `at least the 800 expired records are counted (got ${deleted})`);
+      if (purgeCounts) {
+        assert((await store.purgeExpired(later)) === 0, "a second purge finds nothing");
+        for (const c of expired.codes) assert((await store.findCode(c.hash, T0)) === null, "an expired code is deleted");
+        for (const t of expired.issued) {
+          assert((await store.findAccessToken(t.access.hash, T0)) === null, "an expired access token is deleted");
+          assert((await store.findRefreshToken(t.refresh!.hash, T0)) === null, "an expired refresh token is deleted");
+        }
+      }
+      assert(await store.findCode(liveCode.hash, T0), "a live code stays");
+      assert(await store.findAccessToken(live.access.hash, T0), "a live access token stays");
+      assert(await store.findRefreshToken(live.refresh!.hash, T0), "a live refresh token stays");
+      assert(await store.isMarked(liveMark, T0), "a live mark stays");
     }),
   ];
 }

@@ -2,15 +2,27 @@
  * The storage contract: a typed interface of OAuth actions, not get/put of key strings.
  *
  * Every secret (client secret, code, access token, refresh token) reaches a store only as its SHA-256 hash.
- * Two operations must be atomic, and say who won: {@link Storage.redeemCode} and
- * {@link Storage.rotateRefreshToken}. `runStorageContract` in `lib/storage/contract.ts` proves it for any
- * store. Times are milliseconds since the epoch, as the server's clock gives them.
+ * The verbs that decide a race are atomic and say who won: {@link Storage.redeemCode},
+ * {@link Storage.rotateRefreshToken} and {@link Storage.markOnce}. `storageContract` in
+ * `lib/storage/contract.ts` (the `./storage/contract` subpath) proves it for any store.
+ *
+ * Rules every store keeps (a SQL or Redis implementer needs nothing beyond this file):
+ * - Times are milliseconds since the epoch, as the server's clock gives them. A verb that takes `now` judges
+ *   expiry by that argument, never by its own clock (tests inject the clock).
+ * - A record is live while `now < expires_at`; at `now >= expires_at` it counts as absent for every verb.
+ * - Records passed in and handed out are read-only to both sides (a store may hand out its own objects).
+ *   Optional fields that were not given are absent (not `undefined`, not `null`) in what the store returns.
+ * - A revoked grant stays revoked: a write for its `grant_id` that lands after {@link Storage.revokeGrant}
+ *   (a racing redemption or rotation) stores nothing.
  *
  * @module
  */
 
 /** The grant types this server implements. */
 export type GrantType = "authorization_code" | "refresh_token" | "client_credentials";
+
+/** Who created a client record. */
+export type ClientOrigin = "config" | "cli" | "registration" | "document";
 
 /** A registered client (spec §2 "Client"). */
 export interface ClientRecord {
@@ -33,6 +45,19 @@ export interface ClientRecord {
   /** A paused client (false) cannot authenticate, and its tokens stop working. */
   active: boolean;
   created_at: number;
+  /** The scope granted when a request names none (RFC 6749 §3.3). */
+  default_scope?: string;
+  /** Which tokens the client may introspect: its own (default) or every token (a resource server). */
+  introspection?: "own" | "all";
+  /** Who created the record: the config file, the CLI, dynamic registration or a client metadata document. */
+  origin?: ClientOrigin;
+  /**
+   * When tokens were last stored for this client. Stores set it themselves when they store tokens (see
+   * {@link Storage.saveTokens}), at a coarse granularity: it may lag by up to a minute.
+   */
+  last_used_at?: number;
+  /** Registration metadata echoed back to the client (client_uri, logo_uri, contacts, ...); JSON values only. */
+  metadata?: Record<string, unknown>;
 }
 
 /** An issued authorization code, stored by hash. */
@@ -46,6 +71,8 @@ export interface CodeRecord {
   scope: string;
   /** The S256 challenge, when the request carried one (RFC 7636 §4.4). */
   code_challenge?: string;
+  /** The audiences the code is bound to at /authorize (RFC 8707). */
+  resource?: string[];
   expires_at: number;
   /** Set once redeemed; a redeemed code is kept until it expires so that a replay is recognised. */
   redeemed_at?: number;
@@ -58,6 +85,8 @@ export interface AccessTokenRecord {
   /** Absent for client_credentials tokens, which act for the client itself. */
   user_id?: string;
   scope: string;
+  /** The audiences of the token (RFC 8707). */
+  resource?: string[];
   expires_at: number;
   /** The grant it belongs to; absent for a client_credentials token that has no refresh token. */
   grant_id?: string;
@@ -70,9 +99,16 @@ export interface RefreshTokenRecord {
   client_id: string;
   user_id?: string;
   scope: string;
+  /** The audiences of the grant (RFC 8707). */
+  resource?: string[];
   expires_at: number;
   /** Set once rotated; a rotated token is kept until it expires so that its reuse is recognised. */
   rotated_at?: number;
+  /**
+   * Hash of the refresh token that replaced this one at its first rotation. Set by the store in
+   * {@link Storage.rotateRefreshToken}; the grace window checks that this successor is still unrotated.
+   */
+  replaced_by?: string;
 }
 
 /** What one successful code redemption, refresh or client_credentials request stores. */
@@ -81,40 +117,148 @@ export interface IssuedTokens {
   refresh?: RefreshTokenRecord;
 }
 
-/** The storage contract every store implements. */
+/**
+ * A grant: one user's (or one client's) consent to one client, the family of every token issued from it.
+ * Listed to the user as a "connected app"; revoking it revokes the whole family.
+ */
+export interface GrantRecord {
+  grant_id: string;
+  client_id: string;
+  /** Absent for a client_credentials grant. */
+  user_id?: string;
+  /** The scope granted at creation; a narrower refresh does not change it. */
+  scope: string;
+  resource?: string[];
+  created_at: number;
+  /** The last redemption or rotation. */
+  last_used_at: number;
+  /** The latest expiry of any of its tokens; the grant is live while `now < expires_at`. */
+  expires_at: number;
+}
+
+/**
+ * The storage contract every store implements.
+ *
+ * Every verb may reject when the store is unreachable; the server turns that into 503
+ * `temporarily_unavailable`. A verb that rejected may or may not have taken effect.
+ */
 export interface Storage {
   /** A client by id, or null. */
   getClient(clientId: string): Promise<ClientRecord | null>;
-  /** Adds a client, or replaces the one with the same id. */
+  /** Adds a client, or replaces the one with the same id (every field, `metadata` included). */
   saveClient(client: ClientRecord): Promise<void>;
   /** Pauses (false) or resumes (true) a client; returns the updated record, or null if there is none. */
   setClientActive(clientId: string, active: boolean): Promise<ClientRecord | null>;
+  /** Every client, in no particular order. */
+  listClients(): Promise<ClientRecord[]>;
+  /**
+   * Deletes a client and everything issued to it: it does {@link Storage.revokeClientGrants} first.
+   * Returns true if the client existed.
+   */
+  deleteClient(clientId: string): Promise<boolean>;
+  /**
+   * Revokes every grant of a client (as {@link Storage.revokeGrant} does, one by one) and deletes every code
+   * and token issued to it, including client_credentials access tokens that belong to no grant. Returns how
+   * many {@link GrantRecord}s it deleted.
+   */
+  revokeClientGrants(clientId: string): Promise<number>;
 
-  /** Stores a newly issued authorization code. */
-  saveCode(code: CodeRecord): Promise<void>;
+  /**
+   * Stores a newly issued authorization code. With `limit`, afterwards at most `limit` unredeemed codes
+   * (expired or not, this one included) exist for its (client_id, user_id) pair: the others with the earliest
+   * `expires_at` are deleted. This caps how many codes one consent can mint. Redeemed codes do not count.
+   * A code of a revoked grant is not stored.
+   */
+  saveCode(code: CodeRecord, limit?: number): Promise<void>;
   /** A code by hash, redeemed or not, or null once it has expired or was never issued. */
   findCode(hash: string, now: number): Promise<CodeRecord | null>;
   /**
-   * Atomically marks the code redeemed and stores `tokens`, if and only if the code exists, is unexpired and
-   * was not redeemed before. Returns the code record to the one caller that won and null to every other.
+   * Atomically marks the code redeemed (`redeemed_at = now`) and stores `tokens`, if and only if the code
+   * exists, is live, was not redeemed before and its grant is not revoked. Returns the code record to the one
+   * caller that won (its `redeemed_at` may or may not show this redemption) and null to every other; a loser
+   * stores nothing.
+   *
+   * The winner also creates the {@link GrantRecord} `code.grant_id` with the code's client_id, user_id, scope
+   * and resource, `created_at = last_used_at = now`, and `expires_at` the latest expiry among `tokens`.
+   * Updates the client's `last_used_at` as {@link Storage.saveTokens} does.
    */
   redeemCode(hash: string, tokens: IssuedTokens, now: number): Promise<CodeRecord | null>;
 
-  /** Stores tokens issued without a code or a previous refresh token (client_credentials). */
-  saveTokens(tokens: IssuedTokens): Promise<void>;
+  /**
+   * Stores tokens issued without a code or a previous refresh token (client_credentials). When they carry a
+   * refresh token, it also creates the {@link GrantRecord} of that refresh token's grant_id (client_id,
+   * user_id, scope and resource from the refresh token, `created_at = last_used_at = now`, `expires_at` the
+   * latest expiry among `tokens`). Tokens of a revoked grant are not stored.
+   *
+   * Every verb that stores tokens (this one, {@link Storage.redeemCode}, {@link Storage.rotateRefreshToken})
+   * sets the client's `last_used_at` to `now` when it is absent or at least 60 000 ms older than `now`
+   * (a store may do it more often; a missing client is ignored).
+   */
+  saveTokens(tokens: IssuedTokens, now: number): Promise<void>;
   /** A live access token by hash, or null (unknown, expired or revoked). */
   findAccessToken(hash: string, now: number): Promise<AccessTokenRecord | null>;
   /** A refresh token by hash, rotated or not, or null (unknown, expired or revoked). */
   findRefreshToken(hash: string, now: number): Promise<RefreshTokenRecord | null>;
   /**
-   * Atomically marks the refresh token rotated and stores `next`, if and only if the token exists, is unexpired,
-   * not revoked and not rotated before. Returns the old record to the one caller that won and null to every
-   * other.
+   * Atomically rotates a refresh token and stores `next`. Succeeds, for one caller only, when the token exists,
+   * is live, its grant is not revoked and it was not rotated before: then sets `rotated_at = now` and
+   * `replaced_by = next.refresh?.hash`.
+   *
+   * With `graceMs > 0` it also succeeds for a token rotated at `rotated_at > now - graceMs` whose `replaced_by`
+   * token exists and is itself unrotated: a retry by a client whose processes share one refresh token. Such a
+   * success stores `next` as well, changes nothing on the old record, and revokes nothing.
+   *
+   * Every success also sets the grant's `last_used_at = now` and raises its `expires_at` to cover `next`, and
+   * updates the client's `last_used_at` (see {@link Storage.saveTokens}). Returns the old record to each
+   * caller that succeeded (its `rotated_at` may or may not show this call), and null to every other, who
+   * stored nothing (the caller then revokes the grant, RFC 9700 §4.14.2).
    */
-  rotateRefreshToken(hash: string, next: IssuedTokens, now: number): Promise<RefreshTokenRecord | null>;
+  rotateRefreshToken(hash: string, next: IssuedTokens, now: number, graceMs?: number): Promise<RefreshTokenRecord | null>;
 
-  /** Revokes every code, access token and refresh token of a grant, now and for any later write. */
+  /**
+   * Revokes a grant: deletes every code, access token and refresh token of `grantId` and its
+   * {@link GrantRecord}, and drops any later write for it (see the module rules). Unknown ids are revoked too.
+   */
   revokeGrant(grantId: string): Promise<void>;
   /** Revokes one access token. */
   revokeAccessToken(hash: string): Promise<void>;
+  /** The live grants of a user (its connected apps), in no particular order. */
+  listGrants(userId: string, now: number): Promise<GrantRecord[]>;
+
+  /**
+   * Marks `key` until `expiresAt`. Resolves true to exactly one caller among any number of concurrent ones,
+   * and false while the mark is live (`now < expiresAt` of the mark). Once the mark has expired, the next call
+   * marks again and gets true. For single-use consent approvals, nonces and idempotency keys.
+   */
+  markOnce(key: string, expiresAt: number, now: number): Promise<boolean>;
+  /** Whether `key` is marked and its mark is live at `now`. */
+  isMarked(key: string, now: number): Promise<boolean>;
+
+  /**
+   * Stores `value` under `name` if nothing is stored there yet, and returns the stored value: the given one to
+   * the first caller, the earlier one to every later caller, also when they race. Settings never expire.
+   * For values every instance must share, such as a generated signing secret.
+   */
+  initSetting(name: string, value: string): Promise<string>;
+
+  /**
+   * Deletes expired codes, access tokens, refresh tokens, grants (and the tombstones of revoked grants) and
+   * marks; live records are untouched. Returns how many records it deleted. A store may keep a record that
+   * expired less than 60 000 ms before `now` until a later call, and a store whose records expire by themselves
+   * (Redis TTLs) may do nothing and return 0. Must not block the store for long: delete in bounded batches.
+   */
+  purgeExpired(now: number): Promise<number>;
 }
+
+const METHODS = [
+  "getClient", "saveClient", "setClientActive", "listClients", "deleteClient", "revokeClientGrants",
+  "saveCode", "findCode", "redeemCode", "saveTokens", "findAccessToken", "findRefreshToken",
+  "rotateRefreshToken", "revokeGrant", "revokeAccessToken", "listGrants", "markOnce", "isMarked",
+  "initSetting", "purgeExpired",
+] as const satisfies readonly (keyof Storage)[];
+// Fails to compile when Storage gains a method this list misses.
+const complete: [Exclude<keyof Storage, (typeof METHODS)[number]>] extends [never] ? true : never = true;
+void complete;
+
+/** Every method of {@link Storage}, for wrappers (deadlines, instrumentation) that forward each one. */
+export const STORAGE_METHODS: readonly (keyof Storage)[] = METHODS;

@@ -6,6 +6,7 @@
  * so a bug in lib/ cannot hide itself by being used on both sides.
  */
 import type { Storage } from "../../mod.ts";
+import { STORAGE_METHODS } from "../../lib/storage/types.ts";
 
 /** An environment variable, on every runtime the suite runs on. */
 export function env(name: string): string | undefined {
@@ -229,13 +230,3 @@ export class FaultInjector {
     }
   }
 }
-
-/** The methods of {@link Storage}, checked against the interface by the type below. */
-const STORAGE_METHODS = [
-  "getClient", "saveClient", "setClientActive", "saveCode", "findCode", "redeemCode", "saveTokens",
-  "findAccessToken", "findRefreshToken", "rotateRefreshToken", "revokeGrant", "revokeAccessToken",
-] as const satisfies readonly (keyof Storage)[];
-// Fails to compile if Storage gains a method the injector does not wrap.
-type Unwrapped = Exclude<keyof Storage, (typeof STORAGE_METHODS)[number]>;
-const everyMethodWrapped: [Unwrapped] extends [never] ? true : never = true;
-void everyMethodWrapped;

@@ -107,7 +107,7 @@ export const VARIANTS: Variant[] = [
           async redeemCode(hash, tokens, now) {
             const code = await inner.findCode(hash, now);
             if (code === null) return null;
-            await inner.saveTokens(tokens);
+            await inner.saveTokens(tokens, now);
             return code;
           },
         }))

@@ -15,7 +15,7 @@ test("the contract catches a store whose redemption is not atomic", async () => 
         const code = await inner.findCode(hash, now);
         if (!code || code.redeemed_at !== undefined) return null;
         await new Promise((resolve) => setTimeout(resolve, 1));
-        await inner.saveTokens(tokens);
+        await inner.saveTokens(tokens, now);
         return code;
       },
     });
@@ -24,20 +24,51 @@ test("the contract catches a store whose redemption is not atomic", async () => 
   await expect(check.run()).rejects.toThrow(/exactly one redemption wins/);
 });
 
-test("expired records are swept, so memory does not grow without bound", async () => {
+test("expired records are swept a bounded slice per write, so memory does not grow and no write stalls", async () => {
   let now = 1_000_000;
   const store = memoryStorage({ clock: () => now, sweepInterval: 1000 });
   const issue = (i: number, grant?: string) =>
     store.saveTokens({
       access: { hash: `at-${i}`, client_id: "c", scope: "read", expires_at: now + 5000, ...(grant ? { grant_id: grant } : {}) },
       ...(grant ? { refresh: { hash: `rt-${i}`, grant_id: grant, client_id: "c", scope: "read", expires_at: now + 8000 } } : {}),
-    });
-  for (let i = 0; i < 1000; i++) await issue(i, i % 2 ? `g-${i}` : undefined);
+    }, now);
+  for (let i = 0; i < 10_000; i++) await issue(i, i % 2 ? `g-${i}` : undefined);
   for (let i = 0; i < 100; i++) {
     await store.saveCode({ hash: `code-${i}`, grant_id: `cg-${i}`, client_id: "c", user_id: "u", redirect_uri: "https://a/b", scope: "read", expires_at: now + 600 });
   }
-  expect(store.size()).toMatchObject({ access: 1000, refresh: 500, codes: 100 });
+  expect(store.size()).toMatchObject({ access: 10_000, refresh: 5000, codes: 100 });
   now += 10_000;
-  for (let i = 1000; i < 1010; i++) await issue(i);
-  expect(store.size()).toMatchObject({ access: 10, refresh: 0, codes: 0, grants: 0 });
+  const total = () => Object.values(store.size()).reduce((a, b) => a + b, 0);
+  const before = total();
+  await issue(10_000);
+  // One write visits at most one slice (512 records), however large the backlog.
+  expect(before + 1 - total()).toBeLessThanOrEqual(512);
+  expect(before + 1 - total()).toBeGreaterThan(0);
+  for (let i = 10_001; i < 10_100; i++) await issue(i);
+  expect(store.size()).toMatchObject({ access: 100, refresh: 0, codes: 0, grants: 0 });
+});
+
+test("storage stays bounded under steady load", async () => {
+  let now = 1_000_000;
+  const store = memoryStorage({ clock: () => now, sweepInterval: 1000 });
+  let peak = 0;
+  for (let i = 0; i < 50_000; i++) {
+    now += 10; // 100 tokens a second, each living 60 s: about 6000 live at any time
+    await store.saveTokens({ access: { hash: `at-${i}`, client_id: "c", scope: "read", expires_at: now + 60_000 } }, now);
+    peak = Math.max(peak, store.size().access);
+  }
+  expect(peak).toBeLessThan(6000 + 2 * 100 + 512);
+});
+
+test("purgeExpired deletes a large backlog in slices, letting other work run between them", async () => {
+  const now = 1_000_000;
+  const store = memoryStorage({ clock: () => now });
+  for (let i = 0; i < 100_000; i++) {
+    await store.saveTokens({ access: { hash: `at-${i}`, client_id: "c", scope: "read", expires_at: now + 1000 } }, now);
+  }
+  let ranMeanwhile = false;
+  setTimeout(() => (ranMeanwhile = true), 0);
+  expect(await store.purgeExpired(now + 120_000)).toBe(100_000);
+  expect(ranMeanwhile).toBe(true);
+  expect(store.size().access).toBe(0);
 });
