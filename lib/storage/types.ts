@@ -45,8 +45,6 @@ export interface ClientRecord {
   /** A paused client (false) cannot authenticate, and its tokens stop working. */
   active: boolean;
   created_at: number;
-  /** The scope granted when a request names none (RFC 6749 §3.3). */
-  default_scope?: string;
   /** Which tokens the client may introspect: its own (default) or every token (a resource server). */
   introspection?: "own" | "all";
   /** Who created the record: the config file, the CLI, dynamic registration or a client metadata document. */
