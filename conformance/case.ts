@@ -5,7 +5,7 @@
  * @module
  */
 import type { Reply } from "./http.ts";
-import type { Area, Cell, Exchange, Level } from "./types.ts";
+import type { Area, Cell, Exchange, Level, Profile } from "./types.ts";
 import type { CaseContext } from "./context.ts";
 
 /** One conformance case. */
@@ -17,6 +17,17 @@ export interface CaseDef {
   /** The rule checked: spec section or table cell, or RFC and section. */
   ref: string;
   level: Level;
+  /** The profiles whose rules include this case's rule. */
+  profiles: readonly Profile[];
+  /** Prerequisite cases (positive controls): when one does not pass, this case is BLOCKED, not run. */
+  needs?: readonly string[];
+  /**
+   * A positive case: it is itself a control, so a step that fails inside it (getting a code, redeeming it)
+   * FAILs it instead of blocking it.
+   */
+  positive?: boolean;
+  /** A security rule: its failure ranks first among the root causes. Default: areas security and concurrency. */
+  security?: boolean;
   /** The body-field table cells (spec §4.2) this case exercises. */
   cells?: Cell[];
   /** Runs the case; returns normally to pass (optionally with a note), or calls `ctx.fail` / `ctx.skip`. */
@@ -28,14 +39,17 @@ export type Evidence = Exchange | Reply | undefined | (Exchange | Reply | undefi
 
 /** Ends a case early with a verdict. */
 export class Outcome extends Error {
-  readonly verdict: "FAIL" | "SKIP";
+  readonly verdict: "FAIL" | "SKIP" | "BLOCKED";
   readonly evidence: Exchange[];
+  /** A refusal with the wrong error code or status only: ranked below real failures. */
+  readonly wording: boolean;
 
-  constructor(verdict: "FAIL" | "SKIP", message: string, evidence: Exchange[] = []) {
+  constructor(verdict: "FAIL" | "SKIP" | "BLOCKED", message: string, evidence: Exchange[] = [], wording = false) {
     super(message);
     this.name = "Outcome";
     this.verdict = verdict;
     this.evidence = evidence;
+    this.wording = wording;
   }
 }
 

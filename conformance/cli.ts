@@ -3,7 +3,8 @@
  * The only file of the suite that touches the runtime (arguments, files, child processes, exit code); it uses
  * `node:` modules, which Node, Deno and Bun all provide.
  *
- * Exit codes: 0 every MUST case passed; 1 a MUST case failed; 2 bad usage, target or module.
+ * Exit codes: 0 no unexpected MUST failure; 1 a MUST case failed that the expectations file does not list;
+ * 2 bad usage, target, expectations or module, or a target that cannot be reached (pre-flight).
  *
  * @module
  */
@@ -18,11 +19,18 @@ import {
   casesText,
   type ConformanceOptions,
   formatJson,
+  formatJunit,
   formatText,
   loadDriver,
   loadFetchModule,
+  parseExpectations,
+  parseJsonc,
   parseTarget,
+  PreflightError,
+  type Profile,
+  PROFILES,
   runConformance,
+  selectCases,
 } from "./mod.ts";
 
 const USAGE = `Usage: npx tsx conformance/cli.ts --target FILE [options]
@@ -30,22 +38,29 @@ const USAGE = `Usage: npx tsx conformance/cli.ts --target FILE [options]
 Runs the OAuth 2.0 conformance suite against the server a target file describes.
 
 Options:
-  --target FILE      The target description (JSON). Required.
+  --target FILE      The target description (JSON, comments allowed). Required.
+  --profile NAME     The rules to apply: spec (default), rfc6749, oauth2.1 or mcp.
+  --expect FILE      Expected failures: case id to reason, optionally by profile (JSONC). The run exits 0
+                     when only these fail, and names those that now pass.
   --base-url URL     Use this base URL instead of the file's base_url.
   --serve COMMAND    Start the server with COMMAND first; the first http(s) URL it prints on stdout
                      (e.g. "listening on http://127.0.0.1:PORT") becomes the base URL. Stopped at the end.
   --module MODULE    In-process mode: import MODULE and call its fetch handler, with no socket.
   --driver MODULE    Approve with a custom driver module exporting approve(authorizeUrl, { deny, fetch }).
   --only PATTERNS    Comma-separated case ids, * as a wildcard (e.g. "SEC-*,AUTHZ-STATE-PASSTHROUGH").
+                     Their prerequisites run too, as controls.
+  --skip PATTERNS    Leave these cases out (same syntax).
   --json FILE        Also write the report as JSON to FILE.
+  --junit FILE       Also write the report as JUnit XML to FILE.
   --timeout MS       Time limit of one case in milliseconds (default 20000).
   --verbose          Show every exchange of every case, and notes of passing cases.
-  --list             List the cases and exit (--markdown: as the README's table).
+  --list             List the cases (of --profile, if given) and exit (--markdown: as the README's table).
   --help             Show this help.
 
-Exit codes: 0 every MUST case passed, 1 a MUST case failed, 2 bad usage, target or module.`;
+Exit codes: 0 no unexpected MUST failure, 1 an unexpected MUST failure, 2 bad usage, target, expectations
+or module, or an unreachable target.`;
 
-const FLAGS = new Set(["target", "base-url", "serve", "module", "driver", "only", "json", "timeout"]);
+const FLAGS = new Set(["target", "base-url", "serve", "module", "driver", "only", "skip", "json", "junit", "timeout", "profile", "expect"]);
 const SWITCHES = new Set(["verbose", "list", "markdown", "help"]);
 
 class UsageError extends Error {}
@@ -121,24 +136,38 @@ function startServer(command: string, verbose: boolean): Promise<Server> {
   });
 }
 
+/** Reads a JSON-with-comments file, or fails with a usage error naming it. */
+async function readJsonc(path: string, what: string): Promise<unknown> {
+  try {
+    return parseJsonc(await readFile(path, "utf8"));
+  } catch (error) {
+    throw new UsageError(`Cannot read ${what} "${path}": ${(error as Error).message}`);
+  }
+}
+
 async function main(argv: string[]): Promise<number> {
   const args = parseArgs(argv);
   if (args.has("help")) {
     console.log(USAGE);
     return 0;
   }
+  const profileArg = args.get("profile");
+  if (profileArg !== undefined && !(profileArg in PROFILES)) {
+    throw new UsageError(`--profile must be one of ${Object.keys(PROFILES).join(", ")}: "${profileArg}"`);
+  }
+  const profile = profileArg as Profile | undefined;
   if (args.has("list")) {
-    console.log(args.has("markdown") ? casesMarkdown(ALL_CASES) : casesText(ALL_CASES));
+    const cases = profile === undefined ? ALL_CASES : selectCases(ALL_CASES, undefined, { profile });
+    console.log(args.has("markdown") ? casesMarkdown(cases) : casesText(cases));
     return 0;
   }
   const targetPath = args.get("target");
   if (targetPath === undefined) throw new UsageError("--target FILE is required");
-  let json: unknown;
-  try {
-    json = JSON.parse(await readFile(targetPath, "utf8"));
-  } catch (error) {
-    throw new UsageError(`Cannot read target "${targetPath}": ${(error as Error).message}`);
-  }
+  const json = await readJsonc(targetPath, "target");
+  const expectPath = args.get("expect");
+  const expected = expectPath === undefined
+    ? undefined
+    : parseExpectations(await readJsonc(expectPath, "expectations"), profile ?? "spec", ALL_CASES);
   const verbose = args.has("verbose");
   const serve = args.get("serve");
   const server = serve === undefined ? undefined : await startServer(serve, verbose);
@@ -149,6 +178,10 @@ async function main(argv: string[]): Promise<number> {
       location: pathToFileURL(resolve(targetPath)),
     });
     const options: ConformanceOptions = { trace: verbose };
+    if (profile !== undefined) options.profile = profile;
+    if (expected !== undefined) options.expected = expected;
+    const skip = args.get("skip");
+    if (skip !== undefined) options.skip = skip;
     const driver = args.get("driver");
     if (driver !== undefined) options.driver = await loadDriver(specifier(driver));
     const module = args.get("module");
@@ -164,6 +197,8 @@ async function main(argv: string[]): Promise<number> {
     console.log(formatText(report, { verbose }));
     const jsonFile = args.get("json");
     if (jsonFile !== undefined) await writeFile(jsonFile, formatJson(report) + "\n");
+    const junitFile = args.get("junit");
+    if (junitFile !== undefined) await writeFile(junitFile, formatJunit(report) + "\n");
     return report.summary.failed > 0 ? 1 : 0;
   } finally {
     await server?.stop();
@@ -173,6 +208,7 @@ async function main(argv: string[]): Promise<number> {
 const code = await main(process.argv.slice(2)).catch((error: unknown) => {
   console.error(error instanceof Error ? error.message : error);
   if (error instanceof UsageError) console.error("\nRun with --help for usage.");
+  else if (error instanceof PreflightError) console.error("\nNo case was run.");
   return 2;
 });
 // Exit once stdout is flushed: idle keep-alive sockets to the server must not hold the process open.

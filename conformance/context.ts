@@ -7,11 +7,17 @@
  */
 import { type Evidence, exchanges, Outcome } from "./case.ts";
 import { expectTokens, type Tokens } from "./checks.ts";
-import { type ApprovalDriver, DriverError, isRedirectTo } from "./drivers/driver.ts";
+import { type ApprovalDriver, ConsentRemembered, DriverError, isRedirectTo } from "./drivers/driver.ts";
 import { describe, type Recorder, type Reply } from "./http.ts";
 import { makeVerifier, randomString, s256 } from "./pkce.ts";
 import type { ClientRole, CodeClient, Target } from "./target.ts";
-import type { Exchange } from "./types.ts";
+import type { Exchange, Profile } from "./types.ts";
+
+/**
+ * Moves the server's clock forward, for expiry cases: in process a test injects one; over HTTP the target's
+ * `clock.url` does it (see README "Target format").
+ */
+export type AdvanceClock = (ms: number) => Promise<void>;
 
 /** Which client a code flow runs for. */
 export type CodeRole = "public" | "confidential";
@@ -58,19 +64,57 @@ export type AuthzOutcome =
 export class CaseContext {
   readonly target: Target;
   readonly http: Recorder;
+  /** The profile of the run: cases whose rule differs by profile ask it. */
+  readonly profile: Profile;
   private readonly driver: ApprovalDriver;
+  private readonly clock: AdvanceClock | undefined;
 
-  constructor(target: Target, http: Recorder, driver: ApprovalDriver) {
+  constructor(target: Target, http: Recorder, driver: ApprovalDriver, profile: Profile = "spec", clock?: AdvanceClock) {
     this.target = target;
     this.http = http;
     this.driver = driver;
+    this.profile = profile;
+    this.clock = clock;
   }
 
   /** Ends the case as failed. Without evidence, the last exchange is shown. */
-  fail(message: string, evidence?: Evidence): never {
+  fail(message: string, evidence?: Evidence, wording = false): never {
     const list = exchanges(evidence);
     const last = this.http.last();
-    throw new Outcome("FAIL", message, list.length > 0 ? list : last ? [last] : []);
+    throw new Outcome("FAIL", message, list.length > 0 ? list : last ? [last] : [], wording);
+  }
+
+  /**
+   * Runs a positive control, the valid twin of the request under test: a failure inside it BLOCKS the case
+   * (nothing can be concluded) instead of failing it. In a `positive` case the runner turns it back into FAIL.
+   */
+  async control<T>(step: () => T | Promise<T>): Promise<T> {
+    try {
+      return await step();
+    } catch (error) {
+      if (error instanceof Outcome && error.verdict === "FAIL") {
+        throw new Outcome("BLOCKED", `Control failed: ${error.message}`, error.evidence);
+      }
+      throw error;
+    }
+  }
+
+  /** Expects the valid twin's reply to be a token response; blocks the case otherwise. */
+  twin(reply: Reply, what: string): Promise<Tokens> {
+    return this.control(() => expectTokens(this, reply, what));
+  }
+
+  /** Whether the server's clock can be moved (see {@link advanceClock}). */
+  get hasClock(): boolean {
+    return this.clock !== undefined;
+  }
+
+  /** Moves the server's clock forward; skips the case when the target offers no clock. */
+  async advanceClock(ms: number): Promise<void> {
+    if (this.clock === undefined) {
+      this.skip('The target has no settable clock: pass one in process, or set "clock.url" in the target file');
+    }
+    await this.clock(ms);
   }
 
   /** Ends the case as skipped. */
@@ -103,8 +147,10 @@ export class CaseContext {
       return await this.driver.approve(url, { deny, fetch: this.http.fetch });
     } catch (error) {
       if (error instanceof Outcome) throw error;
+      if (error instanceof ConsentRemembered) this.skip(describe(error));
       const what = error instanceof DriverError ? "" : "(driver error) ";
-      this.fail(`Approval did not reach the redirect_uri: ${what}${describe(error)}`, this.http.exchanges.slice(before).slice(-2));
+      // Getting the user's approval is a control step: without it nothing can be concluded.
+      throw new Outcome("BLOCKED", `Approval did not reach the redirect_uri: ${what}${describe(error)}`, this.http.exchanges.slice(before).slice(-2));
     }
   }
 
@@ -146,7 +192,7 @@ export class CaseContext {
     if (code === null || code === "") {
       const error = redirect.searchParams.get("error");
       const detail = error ? `error=${error} ${redirect.searchParams.get("error_description") ?? ""}` : redirect.href;
-      this.fail(`Expected an authorization code for "${client.client_id}", got ${detail.trim()}`);
+      return this.control(() => this.fail(`Expected an authorization code for "${client.client_id}", got ${detail.trim()}`));
     }
     const grant: CodeGrant = {
       code,
@@ -191,7 +237,7 @@ export class CaseContext {
   async tokens(role: CodeRole, options: CodeOptions = {}): Promise<Tokens & { grant: CodeGrant }> {
     const grant = await this.code(role, options);
     const reply = await this.redeem(grant);
-    return { ...expectTokens(this, reply, `redeeming a code of "${grant.client.client_id}"`), grant };
+    return { ...(await this.twin(reply, `redeeming a code of "${grant.client.client_id}"`)), grant };
   }
 
   /** A refresh request with the spec table's fields for `client`. */
@@ -207,7 +253,9 @@ export class CaseContext {
   /** A refresh token from a full code flow, failing the case if none is issued. */
   async refreshToken(role: CodeRole): Promise<Tokens & { refresh_token: string; grant: CodeGrant }> {
     const t = await this.tokens(role);
-    if (t.refresh_token === undefined) this.fail(`No refresh_token for "${t.grant.client.client_id}" (spec §2: present in the authorization code flow)`, t.reply);
+    if (t.refresh_token === undefined) {
+      await this.control(() => this.fail(`No refresh_token for "${t.grant.client.client_id}" (spec §2: present in the authorization code flow)`, t.reply));
+    }
     return t as Tokens & { refresh_token: string; grant: CodeGrant };
   }
 }

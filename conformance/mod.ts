@@ -18,32 +18,45 @@ import { loadDriver } from "./drivers/custom.ts";
 import type { ApprovalDriver } from "./drivers/driver.ts";
 import { htmlFormDriver } from "./drivers/html_form.ts";
 import type { FetchLike } from "./http.ts";
+import type { AdvanceClock } from "./context.ts";
+import { preflight } from "./preflight.ts";
 import { buildReport, type Report } from "./report.ts";
 import { runCases, selectCases } from "./runner.ts";
 import { parseTarget, type Target } from "./target.ts";
-import type { CaseResult } from "./types.ts";
+import type { CaseResult, Profile } from "./types.ts";
 
 export type { CaseDef } from "./case.ts";
-export type { CaseContext } from "./context.ts";
+export type { AdvanceClock, CaseContext } from "./context.ts";
+export { CookieJar } from "./drivers/cookies.ts";
+export { formData, type FormControl, type HtmlForm, type HtmlLink, isSubmit, parseForms, parseLinks } from "./drivers/forms.ts";
+export { followRedirects, type FollowOptions, type Followed } from "./drivers/redirects.ts";
+export { ExpectationsError, parseExpectations } from "./expect.ts";
+export { parseJsonc } from "./jsonc.ts";
+export { preflight, PreflightError } from "./preflight.ts";
 export { ALL_CASES } from "./cases/index.ts";
 export { BODY_FIELDS } from "./cases/body_fields.ts";
 export { driverFromModule, fetchFromModule, loadDriver, loadFetchModule } from "./drivers/custom.ts";
-export { type ApprovalDriver, type ApproveOptions, DriverError, isRedirectTo } from "./drivers/driver.ts";
+export { type ApprovalDriver, type ApproveOptions, ConsentRemembered, DriverError, isRedirectTo } from "./drivers/driver.ts";
 export { htmlFormDriver, type HtmlFormDriverOptions } from "./drivers/html_form.ts";
 export type { FetchLike } from "./http.ts";
 export { casesMarkdown, casesText } from "./docs.ts";
 export {
   buildMatrix,
   formatJson,
+  formatJunit,
   formatMatrix,
   formatText,
   type MatrixCell,
   type Report,
+  type RootCause,
+  rootCauses,
   type Summary,
+  tally,
 } from "./report.ts";
-export { selectCases } from "./runner.ts";
+export { matchesPattern, planCases, selectCases } from "./runner.ts";
 export { parseTarget, type Target, TargetError } from "./target.ts";
-export type { Area, CaseResult, Cell, Column, Exchange, Level, Row, Verdict } from "./types.ts";
+export { EVERY_PROFILE, PROFILES } from "./types.ts";
+export type { Area, CaseResult, Cell, Column, Exchange, Level, Profile, Row, Verdict } from "./types.ts";
 
 /** Options of {@link runConformance}. */
 export interface ConformanceOptions {
@@ -51,8 +64,18 @@ export interface ConformanceOptions {
   fetch?: FetchLike;
   /** How the end user approves. Default: from the target's `approval`. */
   driver?: ApprovalDriver;
-  /** Comma-separated id patterns (`*` wildcard); default every case. */
+  /** The rules to apply. Default `spec`. */
+  profile?: Profile;
+  /** Comma-separated id patterns (`*` wildcard); default every case of the profile. */
   only?: string;
+  /** Comma-separated id patterns of cases to leave out. */
+  skip?: string;
+  /** Expected failures, case id to reason (see {@link parseExpectations}). */
+  expected?: ReadonlyMap<string, string>;
+  /** Moves the server's clock forward, for the expiry cases (skipped without it). */
+  clock?: AdvanceClock;
+  /** Check first that the target answers at all, and abort with one message if not. Default true. */
+  preflight?: boolean;
   /** The cases to choose from. Default {@link ALL_CASES}. */
   cases?: readonly CaseDef[];
   /** Milliseconds per case. Default 20 000. */
@@ -76,13 +99,34 @@ export async function driverFor(target: Target): Promise<ApprovalDriver> {
 export async function runConformance(target: Target | unknown, options: ConformanceOptions = {}): Promise<Report> {
   const started = new Date();
   const checked = parseTarget(target);
-  const cases = selectCases(options.cases ?? ALL_CASES, options.only);
+  const profile = options.profile ?? "spec";
+  const catalog = options.cases ?? ALL_CASES;
+  const cases = selectCases(catalog, options.only, { profile, ...(options.skip === undefined ? {} : { skip: options.skip }) });
   const fetch: FetchLike = options.fetch ?? ((request) => globalThis.fetch(request));
+  if (options.preflight !== false) await preflight(checked, fetch);
   const driver = options.driver ?? await driverFor(checked);
-  const run: Parameters<typeof runCases>[2] = { fetch, driver };
+  const run: Parameters<typeof runCases>[2] = { fetch, driver, profile };
   if (options.timeoutMs !== undefined) run.timeoutMs = options.timeoutMs;
   if (options.trace !== undefined) run.trace = options.trace;
   if (options.onResult !== undefined) run.onResult = options.onResult;
-  const results = await runCases(cases, checked, run);
-  return buildReport(checked, results, started);
+  if (options.expected !== undefined) run.expected = options.expected;
+  const clock = options.clock ?? httpClock(checked, fetch);
+  if (clock !== undefined) run.clock = clock;
+  const results = await runCases(cases, checked, run, catalog.filter((c) => c.profiles.includes(profile)));
+  return buildReport(checked, results, started, profile);
+}
+
+/** The target's clock endpoint as an {@link AdvanceClock}: POST `{"advance_ms": N}` as JSON. */
+function httpClock(target: Target, fetch: FetchLike): AdvanceClock | undefined {
+  const url = target.clock_url;
+  if (url === undefined) return undefined;
+  return async (ms) => {
+    const response = await fetch(new Request(url, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ advance_ms: ms }),
+    }));
+    await response.body?.cancel();
+    if (!response.ok) throw new Error(`The clock endpoint ${url} answered ${response.status}`);
+  };
 }

@@ -4,15 +4,37 @@
  * @module
  */
 import { BODY_FIELDS } from "./cases/body_fields.ts";
-import { AREAS, type CaseResult, type Column, COLUMNS, type Exchange, type Row, ROWS, type Verdict } from "./types.ts";
+import { AREAS, type CaseResult, type Column, COLUMNS, type Exchange, type Profile, type Row, ROWS, type Verdict } from "./types.ts";
 
-/** Counts of a run. */
+/** Counts of a run. Expected failures (`--expect`) are counted apart, not as failed, warned or blocked. */
 export interface Summary {
   total: number;
   passed: number;
+  /** MUST cases that failed and were not expected to. */
   failed: number;
+  /** Cases whose control failed, not expected. */
+  blocked: number;
   warned: number;
   skipped: number;
+  /** Cases that did not pass, as the expectations file says they would. */
+  expected: number;
+  /** Cases the expectations file lists that passed: the deviation is fixed, remove the entry. */
+  unexpected_passes: string[];
+}
+
+/** One root cause: a failing case and every case blocked because of it. */
+export interface RootCause {
+  id: string;
+  title: string;
+  level: CaseResult["level"];
+  verdict: Verdict;
+  security: boolean;
+  wording: boolean;
+  message: string;
+  /** The reason from the expectations file, when the failure is expected. */
+  expected?: string;
+  /** Cases blocked by this one (directly or through a chain). */
+  blocks: string[];
 }
 
 /** One cell of the coverage matrix. */
@@ -30,19 +52,58 @@ export interface MatrixCell {
 export interface Report {
   suite: "oauth2-fetch-server conformance";
   target: { name: string; base_url: string };
+  profile: Profile;
   started_at: string;
   duration_ms: number;
   summary: Summary;
+  /** Failures with the cases they block, most severe first. */
+  root_causes: RootCause[];
   results: CaseResult[];
   matrix: MatrixCell[];
 }
 
-const SEVERITY: Record<Verdict, number> = { SKIP: 0, PASS: 1, WARN: 2, FAIL: 3 };
+const SEVERITY: Record<Verdict, number> = { SKIP: 0, PASS: 1, BLOCKED: 2, WARN: 3, FAIL: 4 };
 
-/** Counts results by verdict. */
+/** Counts results by verdict; expected failures apart. */
 export function summarize(results: readonly CaseResult[]): Summary {
-  const count = (v: Verdict) => results.filter((r) => r.verdict === v).length;
-  return { total: results.length, passed: count("PASS"), failed: count("FAIL"), warned: count("WARN"), skipped: count("SKIP") };
+  const open = results.filter((r) => r.expected === undefined || r.verdict === "PASS" || r.verdict === "SKIP");
+  const count = (v: Verdict) => open.filter((r) => r.verdict === v).length;
+  return {
+    total: results.length,
+    passed: count("PASS"),
+    failed: count("FAIL"),
+    blocked: count("BLOCKED"),
+    warned: count("WARN"),
+    skipped: count("SKIP"),
+    expected: results.length - open.length,
+    unexpected_passes: results.filter((r) => r.expected !== undefined && r.verdict === "PASS").map((r) => r.id),
+  };
+}
+
+/**
+ * The root causes: every failed or warned case, and every case blocked by its own control, each with the
+ * cases blocked because of it; ordered MUST before SHOULD, security before the rest, real failures before
+ * wording (a refusal with another error code), then by how many cases each blocks.
+ */
+export function rootCauses(results: readonly CaseResult[]): RootCause[] {
+  const roots = results.filter((r) => r.verdict === "FAIL" || r.verdict === "WARN" || (r.verdict === "BLOCKED" && r.blocked_by === "control"));
+  const causes = roots.map((r): RootCause => {
+    const cause: RootCause = {
+      id: r.id,
+      title: r.title,
+      level: r.level,
+      verdict: r.verdict,
+      security: r.security,
+      wording: r.wording === true,
+      message: r.message ?? "",
+      blocks: results.filter((b) => b.blocked_by === r.id).map((b) => b.id),
+    };
+    if (r.expected !== undefined) cause.expected = r.expected;
+    return cause;
+  });
+  const rank = (c: RootCause) =>
+    (c.verdict === "BLOCKED" ? 8 : 0) + (c.level === "MUST" ? 0 : 4) + (c.security ? 0 : 2) + (c.wording ? 1 : 0);
+  return causes.sort((a, b) => rank(a) - rank(b) || b.blocks.length - a.blocks.length);
 }
 
 /** The coverage matrix: every cell of the body-field table with the cases that exercised it. */
@@ -69,13 +130,16 @@ export function buildReport(
   target: { name: string; base_url: string },
   results: CaseResult[],
   startedAt: Date,
+  profile: Profile = "spec",
 ): Report {
   return {
     suite: "oauth2-fetch-server conformance",
     target: { name: target.name, base_url: target.base_url },
+    profile,
     started_at: startedAt.toISOString(),
     duration_ms: Date.now() - startedAt.getTime(),
     summary: summarize(results),
+    root_causes: rootCauses(results),
     results,
     matrix: buildMatrix(results),
   };
@@ -125,29 +189,104 @@ export interface TextOptions {
   verbose?: boolean;
 }
 
-/** The human-readable report; its last line is `N passed, N failed`. */
+/** The one-line tally a CI log ends with: `N passed, N failed, N blocked`. */
+export function tally(summary: Summary): string {
+  return `${summary.passed} passed, ${summary.failed} failed, ${summary.blocked} blocked`;
+}
+
+function causeLine(c: RootCause): string {
+  const kind = [c.level, c.security ? "security" : "", c.wording ? "wording" : "", c.verdict === "BLOCKED" ? "control failed" : ""]
+    .filter((k) => k !== "").join(", ");
+  const blocks = c.blocks.length > 0 ? `; blocks ${c.blocks.length}: ${c.blocks.join(", ")}` : "";
+  const expected = c.expected !== undefined ? ` (expected: ${c.expected})` : "";
+  return `  ${c.id} [${kind}] ${c.title}${expected}${blocks}\n${indent(c.message.split("\n")[0] ?? "", "      ")}`;
+}
+
+/**
+ * The human-readable report: the root causes first (most severe first), then every case grouped by area with
+ * evidence, the body-field matrix, and the counts. Its last line is {@link tally}.
+ */
 export function formatText(report: Report, options: TextOptions = {}): string {
-  const out: string[] = [`Conformance of ${report.target.name} (${report.target.base_url})`, ""];
+  const out: string[] = [`Conformance of ${report.target.name} (${report.target.base_url}), profile ${report.profile}`, ""];
+  const open = report.root_causes.filter((c) => c.expected === undefined);
+  const known = report.root_causes.filter((c) => c.expected !== undefined);
+  if (open.length > 0) {
+    out.push(`Root causes (${open.length}), most severe first:`);
+    for (const c of open) out.push(causeLine(c));
+    out.push("");
+  }
+  if (known.length > 0) {
+    out.push(`Expected failures (${known.length}):`);
+    for (const c of known) out.push(causeLine(c));
+    out.push("");
+  }
   for (const [area, title] of Object.entries(AREAS)) {
     const results = report.results.filter((r) => r.area === area);
     if (results.length === 0) continue;
     out.push(title);
     for (const r of results) {
-      out.push(`  ${r.verdict.padEnd(4)}  ${r.id}  ${r.title}  [${r.level}; ${r.ref}]`);
-      if (r.message !== undefined && (r.verdict !== "PASS" || options.verbose)) out.push(indent(r.message, "        "));
+      const tag = r.expected !== undefined && r.verdict !== "PASS" ? ` (expected: ${r.expected})` : "";
+      const control = r.control ? " (control)" : "";
+      out.push(`  ${r.verdict.padEnd(7)}  ${r.id}${control}  ${r.title}  [${r.level}; ${r.ref}]${tag}`);
+      if (r.message !== undefined && (r.verdict !== "PASS" || options.verbose)) out.push(indent(r.message, "           "));
       const shown = options.verbose && r.trace ? r.trace : r.evidence;
-      for (const e of shown) out.push(indent(formatExchange(e), "        "));
+      for (const e of shown) out.push(indent(formatExchange(e), "           "));
     }
     out.push("");
   }
-  out.push("Body-field table coverage (spec §4.2)", formatMatrix(report.matrix), "");
+  if (report.matrix.some((c) => c.verdict !== null)) out.push("Body-field table coverage (spec §4.2)", formatMatrix(report.matrix), "");
   const s = report.summary;
-  out.push(`${s.total} cases in ${report.duration_ms} ms: ${s.passed} passed, ${s.failed} failed (MUST), ${s.warned} warnings (SHOULD), ${s.skipped} skipped`);
-  out.push(`${s.passed} passed, ${s.failed} failed`);
+  if (s.unexpected_passes.length > 0) {
+    out.push(`Expected to fail but passed (remove them from the expectations file): ${s.unexpected_passes.join(", ")}`);
+  }
+  out.push(
+    `${s.total} cases in ${report.duration_ms} ms (profile ${report.profile}): ${s.passed} passed, ${s.failed} failed (MUST), ` +
+      `${s.blocked} blocked, ${s.warned} warnings (SHOULD), ${s.skipped} skipped, ${s.expected} expected failures`,
+  );
+  out.push(tally(s));
   return out.join("\n");
 }
 
 /** The report as pretty JSON. */
 export function formatJson(report: Report): string {
   return JSON.stringify(report, null, 2);
+}
+
+const xml = (s: string) =>
+  s.replace(/[\u0000-\u0008\u000b\u000c\u000e-\u001f]/g, "").replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;").replace(/"/g, "&quot;");
+
+/**
+ * The report as JUnit XML for CI systems: one testsuite per area, one testcase per case. FAIL is a
+ * `<failure>`; BLOCKED, SKIP and expected failures are `<skipped>` with the reason; WARN passes with its
+ * message in `<system-out>`.
+ */
+export function formatJunit(report: Report): string {
+  const out = [`<?xml version="1.0" encoding="UTF-8"?>`];
+  const s = report.summary;
+  out.push(`<testsuites name="${xml(`conformance ${report.target.name} (${report.profile})`)}" tests="${s.total}" failures="${s.failed}" skipped="${s.blocked + s.skipped + s.expected}" time="${report.duration_ms / 1000}">`);
+  for (const [area, title] of Object.entries(AREAS)) {
+    const results = report.results.filter((r) => r.area === area);
+    if (results.length === 0) continue;
+    const failures = results.filter((r) => r.verdict === "FAIL" && r.expected === undefined).length;
+    const skipped = results.filter((r) => r.verdict === "SKIP" || r.verdict === "BLOCKED" || (r.expected !== undefined && r.verdict !== "PASS")).length;
+    const time = results.reduce((t, r) => t + r.duration_ms, 0) / 1000;
+    out.push(`  <testsuite name="${xml(title)}" tests="${results.length}" failures="${failures}" skipped="${skipped}" time="${time}">`);
+    for (const r of results) {
+      const head = `    <testcase classname="conformance.${area}" name="${xml(`${r.id}: ${r.title}`)}" time="${r.duration_ms / 1000}"`;
+      const message = xml(r.message ?? "");
+      const evidence = xml(r.evidence.map(formatExchange).join("\n\n"));
+      if (r.expected !== undefined && r.verdict !== "PASS" && r.verdict !== "SKIP") {
+        out.push(`${head}><skipped message="${xml(`expected ${r.verdict}: ${r.expected}`)}"/></testcase>`);
+      } else if (r.verdict === "FAIL") {
+        out.push(`${head}><failure message="${message}" type="${r.level}">${evidence}</failure></testcase>`);
+      } else if (r.verdict === "BLOCKED" || r.verdict === "SKIP") {
+        out.push(`${head}><skipped message="${xml(`${r.verdict}: ${r.message ?? ""}`)}"/></testcase>`);
+      } else if (r.verdict === "WARN") {
+        out.push(`${head}><system-out>${xml(`WARN (SHOULD): ${r.message ?? ""}`)}\n${evidence}</system-out></testcase>`);
+      } else out.push(`${head}/>`);
+    }
+    out.push("  </testsuite>");
+  }
+  out.push("</testsuites>");
+  return out.join("\n");
 }

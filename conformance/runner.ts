@@ -5,16 +5,22 @@
  * @module
  */
 import { type CaseDef, Outcome } from "./case.ts";
-import { CaseContext } from "./context.ts";
+import { type AdvanceClock, CaseContext } from "./context.ts";
 import type { ApprovalDriver } from "./drivers/driver.ts";
 import { describe, type FetchLike, Recorder } from "./http.ts";
 import type { Target } from "./target.ts";
-import type { CaseResult, Exchange, Verdict } from "./types.ts";
+import type { CaseResult, Exchange, Profile, Verdict } from "./types.ts";
 
 /** Options of {@link runCases}. */
 export interface RunOptions {
   fetch: FetchLike;
   driver: ApprovalDriver;
+  /** The profile whose rules apply. Default `spec`. */
+  profile?: Profile;
+  /** Moves the server's clock, for the expiry cases (skipped without it). */
+  clock?: AdvanceClock;
+  /** Expected failures: case id to the reason (see {@link parseExpectations}). */
+  expected?: ReadonlyMap<string, string>;
   /** Milliseconds one case may take. Default 20 000. */
   timeoutMs?: number;
   /** Keep every exchange of every case in `trace`. */
@@ -23,21 +29,69 @@ export interface RunOptions {
   onResult?: (result: CaseResult) => void;
 }
 
-/**
- * Keeps the cases whose id matches one of the comma-separated patterns (`*` is a wildcard; case-insensitive).
- * Throws when a pattern matches nothing, so that a typo does not pass silently.
- */
-export function selectCases(cases: readonly CaseDef[], patterns: string | undefined): CaseDef[] {
-  if (patterns === undefined || patterns.trim() === "") return [...cases];
-  const list = patterns.split(",").map((p) => p.trim()).filter((p) => p !== "");
-  const regexps = list.map((p) => {
+/** Turns comma-separated id patterns (`*` wildcard, case-insensitive) into matchers. */
+function matchers(patterns: string | undefined): { pattern: string; re: RegExp }[] {
+  if (patterns === undefined) return [];
+  return patterns.split(",").map((p) => p.trim()).filter((p) => p !== "").map((p) => {
     const source = p.split("*").map((part) => part.replace(/[.+?^${}()|[\]\\]/g, "\\$&")).join(".*");
     return { pattern: p, re: new RegExp(`^${source}$`, "i") };
   });
-  for (const { pattern, re } of regexps) {
+}
+
+/** Whether `id` matches a comma-separated pattern list (`*` wildcard, case-insensitive). */
+export function matchesPattern(id: string, patterns: string): boolean {
+  return matchers(patterns).some(({ re }) => re.test(id));
+}
+
+/** Options of {@link selectCases} beyond `--only`. */
+export interface SelectOptions {
+  /** Comma-separated patterns of cases to leave out. */
+  skip?: string;
+  /** Keep only the cases of this profile. */
+  profile?: Profile;
+}
+
+/**
+ * Keeps the cases whose id matches one of the comma-separated `only` patterns (`*` is a wildcard;
+ * case-insensitive; none: every case), minus the `skip` patterns, within the profile. Throws when a pattern
+ * matches no case at all, so that a typo does not pass silently.
+ */
+export function selectCases(cases: readonly CaseDef[], only: string | undefined, options: SelectOptions = {}): CaseDef[] {
+  const include = matchers(only);
+  const exclude = matchers(options.skip);
+  for (const { pattern, re } of [...include, ...exclude]) {
     if (!cases.some((c) => re.test(c.id))) throw new Error(`No case matches "${pattern}"`);
   }
-  return cases.filter((c) => regexps.some(({ re }) => re.test(c.id)));
+  return cases.filter((c) =>
+    (options.profile === undefined || c.profiles.includes(options.profile)) &&
+    (include.length === 0 || include.some(({ re }) => re.test(c.id))) &&
+    !exclude.some(({ re }) => re.test(c.id))
+  );
+}
+
+/**
+ * The cases to run, in an order where every prerequisite (`needs`) comes before the cases that need it; the
+ * prerequisites that were not selected are added as controls.
+ */
+export function planCases(selected: readonly CaseDef[], catalog: readonly CaseDef[]): { plan: CaseDef[]; controls: Set<string> } {
+  const byId = new Map(catalog.map((c) => [c.id, c]));
+  for (const c of selected) byId.set(c.id, c);
+  const chosen = new Set(selected.map((c) => c.id));
+  const plan: CaseDef[] = [];
+  const placed = new Set<string>();
+  const place = (def: CaseDef, path: string[]) => {
+    if (placed.has(def.id)) return;
+    if (path.includes(def.id)) throw new Error(`Prerequisite cycle: ${[...path, def.id].join(" -> ")}`);
+    for (const id of def.needs ?? []) {
+      const need = byId.get(id);
+      if (need === undefined) throw new Error(`Case ${def.id} needs the unknown case ${id}`);
+      place(need, [...path, def.id]);
+    }
+    placed.add(def.id);
+    plan.push(def);
+  };
+  for (const def of selected) place(def, []);
+  return { plan, controls: new Set(plan.filter((c) => !chosen.has(c.id)).map((c) => c.id)) };
 }
 
 /** The target's secrets, never shown whole in evidence. */
@@ -55,7 +109,7 @@ export async function runCase(def: CaseDef, target: Target, options: RunOptions)
   const started = Date.now();
   const controller = new AbortController();
   const http = new Recorder(options.fetch, controller.signal, secretsOf(target));
-  const ctx = new CaseContext(target, http, options.driver);
+  const ctx = new CaseContext(target, http, options.driver, options.profile ?? "spec", options.clock);
   const limit = options.timeoutMs ?? 20_000;
   let timer: ReturnType<typeof setTimeout> | undefined;
   const timeout = new Promise<never>((_, reject) => {
@@ -67,6 +121,7 @@ export async function runCase(def: CaseDef, target: Target, options: RunOptions)
   let verdict: Verdict = "PASS";
   let message: string | undefined;
   let evidence: Exchange[] = [];
+  let wording = false;
   try {
     const note = await Promise.race([def.run(ctx), timeout]);
     if (typeof note === "string") message = note;
@@ -75,6 +130,7 @@ export async function runCase(def: CaseDef, target: Target, options: RunOptions)
       verdict = error.verdict;
       message = error.message;
       evidence = error.evidence;
+      wording = error.wording;
     } else {
       verdict = "FAIL";
       message = `Unexpected error: ${describe(error)}`;
@@ -84,37 +140,84 @@ export async function runCase(def: CaseDef, target: Target, options: RunOptions)
   } finally {
     clearTimeout(timer);
   }
+  // A positive case is its own control: a failed step in it is its failure.
+  if (verdict === "BLOCKED" && def.positive) {
+    verdict = "FAIL";
+    message = message?.replace(/^Control failed: /, "");
+  }
   // A rate-limited server explains many odd results at once; say so where it happened.
   const throttled = http.exchanges.find((e) => e.response?.status === 429);
-  if (verdict === "FAIL" && throttled) {
+  if ((verdict === "FAIL" || verdict === "BLOCKED") && throttled) {
     const after = throttled.response!.headers["retry-after"];
     message = `${message ?? ""}\nThe server rate-limited the suite during this case (429${after ? `, Retry-After: ${after}` : ""}); see README "Rate limits".`;
   }
   // A SHOULD is a recommendation: breaking it warns and does not fail the run.
   if (verdict === "FAIL" && def.level === "SHOULD") verdict = "WARN";
-  const result: CaseResult = {
+  const result = baseResult(def, verdict, Date.now() - started);
+  result.evidence = verdict === "PASS" ? [] : evidence;
+  if (message !== undefined) result.message = message;
+  if (wording && (verdict === "FAIL" || verdict === "WARN")) result.wording = true;
+  if (verdict === "BLOCKED") result.blocked_by = "control";
+  if (options.trace) result.trace = [...http.exchanges];
+  return result;
+}
+
+/** Whether a case's rule is a security rule. */
+export function isSecurity(def: CaseDef): boolean {
+  return def.security ?? (def.area === "security" || def.area === "concurrency");
+}
+
+function baseResult(def: CaseDef, verdict: Verdict, duration: number): CaseResult {
+  return {
     id: def.id,
     title: def.title,
     area: def.area,
     ref: def.ref,
     level: def.level,
     verdict,
-    evidence: verdict === "PASS" ? [] : evidence,
+    profiles: [...def.profiles],
+    security: isSecurity(def),
+    evidence: [],
     cells: def.cells ?? [],
-    duration_ms: Date.now() - started,
+    duration_ms: duration,
   };
-  if (message !== undefined) result.message = message;
-  if (options.trace) result.trace = [...http.exchanges];
-  return result;
 }
 
-/** Runs cases in order; one case's failure never stops the others. */
-export async function runCases(cases: readonly CaseDef[], target: Target, options: RunOptions): Promise<CaseResult[]> {
-  const results: CaseResult[] = [];
-  for (const def of cases) {
-    const result = await runCase(def, target, options);
-    results.push(result);
+/**
+ * Runs cases in order (see {@link planCases}); one case's failure never stops the others. A case whose
+ * prerequisite did not pass is BLOCKED without running, attributed to the first failing case of the chain.
+ */
+export async function runCases(
+  cases: readonly CaseDef[],
+  target: Target,
+  options: RunOptions,
+  catalog: readonly CaseDef[] = cases,
+): Promise<CaseResult[]> {
+  const { plan, controls } = planCases(cases, catalog);
+  const done = new Map<string, CaseResult>();
+  for (const def of plan) {
+    const failed = (def.needs ?? []).map((id) => done.get(id)!).find((r) => r.verdict !== "PASS" && r.verdict !== "WARN");
+    let result: CaseResult;
+    if (failed === undefined) result = await runCase(def, target, options);
+    else if (failed.verdict === "SKIP") {
+      result = baseResult(def, "SKIP", 0);
+      result.message = `Its prerequisite ${failed.id} was skipped: ${failed.message ?? ""}`;
+    } else {
+      result = baseResult(def, "BLOCKED", 0);
+      // Attribute the block to the root of the chain, so that one cause is reported once.
+      const root = failed.verdict === "BLOCKED" && failed.blocked_by !== undefined && failed.blocked_by !== "control"
+        ? failed.blocked_by
+        : failed.id;
+      result.blocked_by = root;
+      result.message = `Blocked: its prerequisite ${failed.id} did not pass (${failed.verdict})`;
+    }
+    if (controls.has(def.id)) result.control = true;
+    const reason = options.expected?.get(def.id);
+    if (reason !== undefined) result.expected = reason;
+    done.set(def.id, result);
     options.onResult?.(result);
   }
-  return results;
+  // Report in catalogue order, whatever order the prerequisites imposed.
+  const order = new Map(catalog.map((c, i) => [c.id, i]));
+  return plan.map((c) => done.get(c.id)!).sort((a, b) => (order.get(a.id) ?? 0) - (order.get(b.id) ?? 0));
 }

@@ -69,6 +69,10 @@ export interface Target {
   /** A scope the server knows but that none of the clients is allowed. */
   forbidden_scope: string;
   approval: ApprovalConfig;
+  /** Optional: an endpoint that moves the server's clock (POST `{"advance_ms": N}`), for the expiry cases. */
+  clock_url?: string;
+  /** Seconds an authorization code lives; the expiry case waits this long plus a minute. Default 600. */
+  code_lifetime_s: number;
 }
 
 /** Options of {@link parseTarget}. */
@@ -188,6 +192,15 @@ export function parseTarget(input: unknown, options: ParseTargetOptions = {}): T
   const authorize = url(input, "authorize_url", "", DEFAULT_PATHS.authorize_url);
   const token = url(input, "token_url", "", DEFAULT_PATHS.token_url);
   const issuer = input.issuer === undefined ? base : str(input, "issuer", "");
+  let clockUrl: string | undefined;
+  if (input.clock !== undefined) {
+    if (!isObj(input.clock)) bad("clock", "must be an object with a url");
+    else clockUrl = url(input.clock, "url", "clock.");
+  }
+  const lifetime = input.code_lifetime_s ?? 600;
+  if (typeof lifetime !== "number" || !Number.isInteger(lifetime) || lifetime <= 0) {
+    bad("code_lifetime_s", "must be a positive whole number of seconds", lifetime);
+  }
 
   if (problems.length > 0) throw new TargetError(problems);
   const clients: TargetClients = {
@@ -206,8 +219,10 @@ export function parseTarget(input: unknown, options: ParseTargetOptions = {}): T
     clients,
     forbidden_scope: forbidden!,
     approval: approval!,
+    code_lifetime_s: lifetime as number,
   };
   if (resource) target.resource = resource;
+  if (clockUrl !== undefined) target.clock_url = clockUrl;
   return target;
 }
 

@@ -7,8 +7,25 @@
 /** How strongly a case's rule is stated: a MUST failure fails the run, a SHOULD failure only warns. */
 export type Level = "MUST" | "SHOULD";
 
-/** The verdict on one case. */
-export type Verdict = "PASS" | "FAIL" | "WARN" | "SKIP";
+/**
+ * The verdict on one case. BLOCKED: the case's positive control (the valid twin of its request, or a
+ * prerequisite case) failed, so the case proves nothing either way.
+ */
+export type Verdict = "PASS" | "FAIL" | "WARN" | "SKIP" | "BLOCKED";
+
+/** The rule sets a run can apply (`--profile`); see README "Profiles". */
+export const PROFILES = {
+  spec: "the spec (oauth2-service.md): RFC 6749 with its one-scope rule, fixed addresses, PKCE for public clients",
+  rfc6749: "plain RFC 6749 with RFC 6750 and RFC 7636: what any RFC-legal server must do",
+  "oauth2.1": "OAuth 2.1 with the Security BCP (RFC 9700): PKCE, no implicit or password grant, rotation, loopback",
+  mcp: "the MCP authorization profile: OAuth 2.1 plus resource indicators, metadata, registration and CORS",
+} as const;
+
+/** A profile name. */
+export type Profile = keyof typeof PROFILES;
+
+/** Every profile: the tag of a rule that holds everywhere. */
+export const EVERY_PROFILE: readonly Profile[] = ["spec", "rfc6749", "oauth2.1", "mcp"];
 
 /** The report's groups, in the order they are printed. */
 export const AREAS = {
@@ -20,6 +37,10 @@ export const AREAS = {
   response: "Token response",
   bearer: "Bearer token at the resource API",
   security: "Security rules (RFC 6749, 7636, 9700)",
+  concurrency: "Concurrency (atomic redemption and rotation)",
+  pages: "Login and consent pages",
+  metadata: "Metadata, revocation and iss (RFC 8414, 7009, 9207)",
+  mcp: "MCP authorization (RFC 8707, 9728, 7591, CIMD, CORS)",
 } as const;
 
 /** One area of the report. */
@@ -84,6 +105,18 @@ export interface CaseResult {
   ref: string;
   level: Level;
   verdict: Verdict;
+  /** The profiles the case belongs to. */
+  profiles: Profile[];
+  /** A security rule (ranked first among the root causes). */
+  security: boolean;
+  /** The server refused as it should, only with another error code or status than the RFC asks. */
+  wording?: boolean;
+  /** For BLOCKED: the failed prerequisite case, or `control` when the case's own valid twin failed. */
+  blocked_by?: string;
+  /** Run only as another selected case's prerequisite (not selected itself). */
+  control?: boolean;
+  /** The reason given in the `--expect` file, when the case is listed there. */
+  expected?: string;
   /** Why the case did not pass (or a note on a pass). */
   message?: string;
   /** The exchanges that show a non-passing result. */

@@ -5,6 +5,7 @@
  * @module
  */
 import type { CaseDef } from "../case.ts";
+import { ALL, SPEC, CONTROL } from "./profiles.ts";
 import { expectRedirectError, expectTokens } from "../checks.ts";
 import type { CaseContext, Fields } from "../context.ts";
 import { makeVerifier, randomString, s256 } from "../pkce.ts";
@@ -31,6 +32,8 @@ export const cases: CaseDef[] = [
     area: "authorize",
     ref: "spec §4.1 behaviour 2; RFC 6749 §4.1.2",
     level: "MUST",
+    profiles: ALL,
+    positive: true,
     async run(ctx) {
       const grant = await ctx.code("public");
       ctx.check(!grant.redirect.searchParams.has("error"), `The redirect carries both a code and an error: ${grant.redirect.href}`);
@@ -42,6 +45,8 @@ export const cases: CaseDef[] = [
     area: "authorize",
     ref: "spec §4.1 (state returned unchanged); RFC 6749 §4.1.2",
     level: "MUST",
+    profiles: ALL,
+    positive: true,
     async run(ctx) {
       // Every VSCHAR class that needs encoding (RFC 6749 Appendix A.5).
       const state = `st-${randomString(6)} /+&=?%~!#"`;
@@ -56,6 +61,8 @@ export const cases: CaseDef[] = [
     area: "authorize",
     ref: "RFC 6749 §4.1.2.1 (access_denied)",
     level: "MUST",
+    profiles: ALL,
+    needs: [CONTROL.authorize],
     async run(ctx) {
       if (!ctx.target.approval.deny) ctx.skip("approval.deny is false: the driver cannot deny");
       const params = await publicParams(ctx);
@@ -70,6 +77,8 @@ export const cases: CaseDef[] = [
     area: "authorize",
     ref: "RFC 9207 §2",
     level: "MUST",
+    profiles: ALL,
+    needs: [CONTROL.authorize],
     async run(ctx) {
       const grant = await ctx.code("public");
       const iss = grant.redirect.searchParams.get("iss");
@@ -83,6 +92,8 @@ export const cases: CaseDef[] = [
     area: "authorize",
     ref: "spec §4.1 (response_type: fixed code); RFC 6749 §4.1.2.1",
     level: "MUST",
+    profiles: ALL,
+    needs: [CONTROL.authorize],
     async run(ctx) {
       // unsupported_response_type is accepted too: an absent value is "not supported" to some readings.
       await expectAuthorizeError(ctx, { response_type: undefined }, ["invalid_request", "unsupported_response_type"], "no response_type");
@@ -94,6 +105,8 @@ export const cases: CaseDef[] = [
     area: "authorize",
     ref: "RFC 6749 §4.1.2.1 (unsupported_response_type)",
     level: "MUST",
+    profiles: ALL,
+    needs: [CONTROL.authorize],
     async run(ctx) {
       await expectAuthorizeError(ctx, { response_type: "x_conformance_unknown" }, ["unsupported_response_type"], "response_type x_conformance_unknown");
     },
@@ -104,6 +117,8 @@ export const cases: CaseDef[] = [
     area: "authorize",
     ref: "spec §4.2 rule 1, §8; RFC 6749 §4.1.2.1 (invalid_scope)",
     level: "MUST",
+    profiles: ALL,
+    needs: [CONTROL.authorize],
     async run(ctx) {
       await expectAuthorizeError(ctx, { scope: ctx.target.forbidden_scope }, ["invalid_scope"], `scope "${ctx.target.forbidden_scope}"`);
     },
@@ -114,6 +129,8 @@ export const cases: CaseDef[] = [
     area: "authorize",
     ref: "spec §4.1 (exactly one scope per request), §8",
     level: "MUST",
+    profiles: SPEC,
+    needs: [CONTROL.authorize],
     async run(ctx) {
       const client = ctx.target.clients.public;
       if (client.extra_scope === undefined) ctx.skip("clients.public.extra_scope is not set");
@@ -127,6 +144,8 @@ export const cases: CaseDef[] = [
     area: "authorize",
     ref: "spec §4.1 (exactly one scope per request); RFC 6749 §3.3 allows a default instead",
     level: "SHOULD",
+    profiles: SPEC,
+    needs: [CONTROL.authorize],
     async run(ctx) {
       await expectAuthorizeError(ctx, { scope: undefined }, ["invalid_scope", "invalid_request"], "no scope");
     },
@@ -137,6 +156,8 @@ export const cases: CaseDef[] = [
     area: "authorize",
     ref: "RFC 7636 §4.4.1",
     level: "MUST",
+    profiles: ALL,
+    needs: [CONTROL.authorize],
     async run(ctx) {
       await expectAuthorizeError(ctx, { code_challenge_method: "x-conformance-S512" }, ["invalid_request"], "code_challenge_method x-conformance-S512");
     },
@@ -147,6 +168,8 @@ export const cases: CaseDef[] = [
     area: "authorize",
     ref: "spec §2 PKCE values, §4.1 (code_challenge_method fixed S256); RFC 7636 §4.4.1; RFC 9700 §2.1.1",
     level: "SHOULD",
+    profiles: SPEC,
+    needs: [CONTROL.authorize],
     async run(ctx) {
       const verifier = makeVerifier();
       await expectAuthorizeError(ctx, { code_challenge: verifier, code_challenge_method: "plain" }, ["invalid_request"], "code_challenge_method plain");
@@ -158,6 +181,8 @@ export const cases: CaseDef[] = [
     area: "authorize",
     ref: "RFC 6749 §3.1 (parameters MUST NOT be included more than once), §4.1.2.1",
     level: "MUST",
+    profiles: ALL,
+    needs: [CONTROL.authorize],
     async run(ctx) {
       const params = await publicParams(ctx);
       const pairs = Object.entries(params).filter((p): p is [string, string] => p[1] !== undefined);
@@ -173,6 +198,8 @@ export const cases: CaseDef[] = [
     area: "authorize",
     ref: "RFC 6749 §3.1 (MUST ignore unrecognized request parameters)",
     level: "MUST",
+    profiles: ALL,
+    positive: true,
     async run(ctx) {
       const grant = await ctx.code("public", { params: { x_conformance_extra: "1" } });
       expectTokens(ctx, await ctx.redeem(grant), "redeeming the code");
@@ -184,6 +211,8 @@ export const cases: CaseDef[] = [
     area: "authorize",
     ref: "RFC 6749 §4.1.2.1 (error_description: %x20-21 / %x23-5B / %x5D-7E); RFC 9207 §2",
     level: "MUST",
+    profiles: ALL,
+    needs: [CONTROL.authorize],
     async run(ctx) {
       const probes: [string, Fields][] = [
         ["a scope the client is not allowed", { scope: ctx.target.forbidden_scope }],

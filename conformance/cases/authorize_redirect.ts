@@ -6,6 +6,7 @@
  * @module
  */
 import type { CaseDef } from "../case.ts";
+import { ALL, CONTROL } from "./profiles.ts";
 import type { AuthzOutcome, CaseContext, Fields } from "../context.ts";
 import { isRedirectTo } from "../drivers/driver.ts";
 import { makeVerifier, s256 } from "../pkce.ts";
@@ -70,6 +71,8 @@ export const cases: CaseDef[] = [
     area: "authorize",
     ref: "RFC 6749 §3.1.2.4, §4.1.2.1; RFC 9700 §4.1",
     level: "MUST",
+    profiles: ALL,
+    needs: [CONTROL.authorize],
     async run(ctx) {
       await expectNoRedirect(ctx, { redirect_uri: ATTACKER }, ATTACKER, `redirect_uri ${ATTACKER}`);
     },
@@ -80,6 +83,8 @@ export const cases: CaseDef[] = [
     area: "authorize",
     ref: "spec §2 Client (redirect_uri must match); RFC 9700 §2.1, §4.1.3",
     level: "MUST",
+    profiles: ALL,
+    needs: [CONTROL.authorize],
     async run(ctx) {
       for (const [what, uri] of variants(ctx.target.clients.public.redirect_uri)) {
         await expectNoRedirect(ctx, { redirect_uri: uri }, uri, `redirect_uri with ${what} (${uri})`);
@@ -92,6 +97,8 @@ export const cases: CaseDef[] = [
     area: "authorize",
     ref: "RFC 6749 §4.1.2.1 (invalid client identifier: MUST NOT redirect)",
     level: "MUST",
+    profiles: ALL,
+    needs: [CONTROL.authorize],
     async run(ctx) {
       const client = ctx.target.clients.public;
       const uri = client.redirect_uri;
@@ -104,6 +111,8 @@ export const cases: CaseDef[] = [
     area: "authorize",
     ref: "RFC 6749 §4.1.2.1 (missing client identifier: MUST NOT redirect)",
     level: "MUST",
+    profiles: ALL,
+    needs: [CONTROL.authorize],
     async run(ctx) {
       await expectNoRedirect(ctx, { client_id: undefined }, ctx.target.clients.public.redirect_uri, "no client_id");
     },
@@ -114,6 +123,8 @@ export const cases: CaseDef[] = [
     area: "authorize",
     ref: "spec §4.1 (redirect_uri: all requests); RFC 6749 §3.1.2.3 allows the one registered URI instead",
     level: "SHOULD",
+    profiles: ALL,
+    needs: [CONTROL.authorize],
     async run(ctx) {
       const registered = ctx.target.clients.public.redirect_uri;
       const outcome = await attempt(ctx, { redirect_uri: undefined });

@@ -5,7 +5,7 @@
  * @module
  */
 import type { CaseDef } from "../case.ts";
-import { expectTokens } from "../checks.ts";
+import { ALL, CONTROL } from "./profiles.ts";
 import type { CaseContext } from "../context.ts";
 import type { Reply } from "../http.ts";
 import { randomString } from "../pkce.ts";
@@ -20,7 +20,7 @@ function resource(ctx: CaseContext): ResourceTarget {
 async function accessToken(ctx: CaseContext, role: TokenRole, scope: string): Promise<string> {
   if (role === "client_credentials") {
     const client = ctx.target.clients.client_credentials;
-    return expectTokens(ctx, await ctx.clientCredentials(client, { scope }), "client_credentials").access_token;
+    return (await ctx.twin(await ctx.clientCredentials(client, { scope }), "client_credentials")).access_token;
   }
   return (await ctx.tokens(role, { scope })).access_token;
 }
@@ -52,6 +52,8 @@ export const cases: CaseDef[] = [
     area: "bearer",
     ref: "spec §4.3; RFC 6750 §2.1",
     level: "MUST",
+    profiles: ALL,
+    positive: true,
     async run(ctx) {
       const r = resource(ctx);
       const reply = await call(ctx, r.url, `Bearer ${await accessToken(ctx, r.client, r.scope)}`);
@@ -64,6 +66,8 @@ export const cases: CaseDef[] = [
     area: "bearer",
     ref: "RFC 6750 §3 (MUST include WWW-Authenticate)",
     level: "MUST",
+    profiles: ALL,
+    needs: [CONTROL.bearer],
     async run(ctx) {
       expect401(ctx, await call(ctx, resource(ctx).url), "no token");
     },
@@ -74,6 +78,8 @@ export const cases: CaseDef[] = [
     area: "bearer",
     ref: "RFC 6750 §3, §3.1 (invalid_token: 401)",
     level: "MUST",
+    profiles: ALL,
+    needs: [CONTROL.bearer],
     async run(ctx) {
       expect401(ctx, await call(ctx, resource(ctx).url, `Bearer ${randomString()}`), "an unknown token");
     },
@@ -84,6 +90,8 @@ export const cases: CaseDef[] = [
     area: "bearer",
     ref: "RFC 6750 §3 (SHOULD include the error attribute), §3.1",
     level: "SHOULD",
+    profiles: ALL,
+    needs: [CONTROL.bearer],
     async run(ctx) {
       const reply = await call(ctx, resource(ctx).url, `Bearer ${randomString()}`);
       const challenge = expect401(ctx, reply, "an unknown token");
@@ -96,6 +104,8 @@ export const cases: CaseDef[] = [
     area: "bearer",
     ref: "RFC 6750 §2.1; RFC 9110 §11.1 (auth schemes are case-insensitive)",
     level: "SHOULD",
+    profiles: ALL,
+    needs: [CONTROL.bearer],
     async run(ctx) {
       const r = resource(ctx);
       const reply = await call(ctx, r.url, `bearer ${await accessToken(ctx, r.client, r.scope)}`);
@@ -108,6 +118,8 @@ export const cases: CaseDef[] = [
     area: "bearer",
     ref: "RFC 6750 §3.1 (insufficient_scope: SHOULD respond 403)",
     level: "SHOULD",
+    profiles: ALL,
+    needs: [CONTROL.bearer],
     async run(ctx) {
       const r = resource(ctx);
       const insufficient = r.insufficient;

@@ -10,6 +10,16 @@ import type { CaseDef } from "../case.ts";
 import { expectError, expectTokens } from "../checks.ts";
 import type { CaseContext, Fields } from "../context.ts";
 import { type Area, type Column, COLUMNS, type Row, ROWS } from "../types.ts";
+import { ALL, CONTROL, SPEC } from "./profiles.ts";
+
+/** The positive case of each column: its valid request, the control of the column's negative cases. */
+const COLUMN_CONTROL: Record<Column, string> = {
+  "AC-PUB": CONTROL.codePublic,
+  "AC-CONF": CONTROL.codeConfidential,
+  "RT-PUB": CONTROL.refreshPublic,
+  "RT-CONF": CONTROL.refreshConfidential,
+  "CC": CONTROL.clientCredentials,
+};
 
 /** The table, verbatim: a fixed value, "required" or "not sent". */
 export const BODY_FIELDS: Record<Row, Record<Column, string>> = {
@@ -73,6 +83,8 @@ export function cellCases(setup: ColumnSetup): CaseDef[] {
         area,
         ref: where,
         level: "MUST",
+        profiles: ALL,
+        positive: true,
         cells,
         async run(ctx) {
           const fields = await setup.prepare(ctx);
@@ -88,6 +100,9 @@ export function cellCases(setup: ColumnSetup): CaseDef[] {
       area,
       ref: `${where}; ${missing.ref}`,
       level: "MUST",
+      // Plain RFC 6749 lets a server apply a default scope (§3.3): a required scope is the spec's rule.
+      profiles: row === "scope" ? SPEC : ALL,
+      needs: [COLUMN_CONTROL[column]],
       cells,
       async run(ctx) {
         const fields = await setup.prepare(ctx);

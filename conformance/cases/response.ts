@@ -5,6 +5,7 @@
  * @module
  */
 import type { CaseDef } from "../case.ts";
+import { ALL, SPEC, CONTROL } from "./profiles.ts";
 import { expectError, expectTokens, hasNoStore, type Tokens } from "../checks.ts";
 import type { CaseContext } from "../context.ts";
 import type { Reply } from "../http.ts";
@@ -41,6 +42,8 @@ export const cases: CaseDef[] = [
     area: "response",
     ref: "spec §2 token response table; RFC 6749 §5.1",
     level: "MUST",
+    profiles: SPEC,
+    positive: true,
     async run(ctx) {
       for (const role of ["public", "confidential"] as const) {
         const t = await ctx.tokens(role);
@@ -55,6 +58,8 @@ export const cases: CaseDef[] = [
     area: "response",
     ref: "spec §2 token response table; RFC 6749 §4.4.3, §5.1",
     level: "MUST",
+    profiles: ALL,
+    positive: true,
     async run(ctx) {
       const t = expectTokens(ctx, await ctx.clientCredentials(ctx.target.clients.client_credentials), "client_credentials");
       checkFields(ctx, t, "the client_credentials response");
@@ -67,6 +72,8 @@ export const cases: CaseDef[] = [
     area: "response",
     ref: "spec §2 token response table; RFC 6749 §5.1, §6 (scope identical when omitted)",
     level: "MUST",
+    profiles: ALL,
+    positive: true,
     async run(ctx) {
       const first = await ctx.refreshToken("confidential");
       const t = expectTokens(ctx, await ctx.refresh(first.grant.client, first.refresh_token), "a refresh");
@@ -80,6 +87,8 @@ export const cases: CaseDef[] = [
     area: "response",
     ref: "spec §4.2 rule 1, §8; RFC 6749 §5.1 (scope)",
     level: "MUST",
+    profiles: SPEC,
+    positive: true,
     async run(ctx) {
       const code = await ctx.tokens("public");
       const cc = expectTokens(ctx, await ctx.clientCredentials(ctx.target.clients.client_credentials), "client_credentials");
@@ -94,6 +103,8 @@ export const cases: CaseDef[] = [
     area: "response",
     ref: "RFC 6749 §5.1 (MUST include Cache-Control: no-store)",
     level: "MUST",
+    profiles: ALL,
+    positive: true,
     async run(ctx) {
       for (const [grant, reply] of await successes(ctx)) {
         ctx.check(hasNoStore(reply.headers), `The ${grant} response lacks Cache-Control: no-store (got ${JSON.stringify(reply.headers.get("cache-control"))})`, reply);
@@ -106,6 +117,8 @@ export const cases: CaseDef[] = [
     area: "response",
     ref: "RFC 6749 §5.1 (Pragma: no-cache; obsoleted by RFC 9111 §5.4, hence SHOULD here)",
     level: "SHOULD",
+    profiles: ALL,
+    positive: true,
     async run(ctx) {
       for (const [grant, reply] of await successes(ctx)) {
         ctx.check(/no-cache/i.test(reply.headers.get("pragma") ?? ""), `The ${grant} response lacks Pragma: no-cache`, reply);
@@ -118,6 +131,8 @@ export const cases: CaseDef[] = [
     area: "response",
     ref: "RFC 6749 §5.2",
     level: "MUST",
+    profiles: ALL,
+    needs: [CONTROL.clientCredentials],
     async run(ctx) {
       const client = ctx.target.clients.client_credentials;
       const probes: [string, () => Promise<Reply>][] = [
@@ -146,6 +161,8 @@ export const cases: CaseDef[] = [
     area: "response",
     ref: "RFC 6749 §5.1 (no-store on any response with sensitive information)",
     level: "SHOULD",
+    profiles: ALL,
+    needs: [CONTROL.clientCredentials],
     async run(ctx) {
       // Not a failed client authentication: servers that throttle those have enough of them from other cases.
       const reply = await ctx.clientCredentials(ctx.target.clients.client_credentials, { scope: ctx.target.forbidden_scope });

@@ -5,6 +5,7 @@
  * @module
  */
 import type { CaseDef } from "../case.ts";
+import { ALL, BCP, CONTROL } from "./profiles.ts";
 import { expectError, expectRedirectError, expectTokens, summary } from "../checks.ts";
 import type { CaseContext, CodeGrant } from "../context.ts";
 import { makeVerifier } from "../pkce.ts";
@@ -29,11 +30,13 @@ export const cases: CaseDef[] = [
     area: "security",
     ref: "RFC 6749 §4.1.2 (MUST NOT be used more than once), §10.5",
     level: "MUST",
+    profiles: ALL,
+    needs: [CONTROL.codePublic, CONTROL.codeConfidential],
     cells: [{ column: "AC-PUB", row: "code" }, { column: "AC-CONF", row: "code" }],
     async run(ctx) {
       for (const role of ["public", "confidential"] as const) {
         const grant = await ctx.code(role);
-        expectTokens(ctx, await ctx.redeem(grant), `the first redemption of a ${role} client's code`);
+        await ctx.twin(await ctx.redeem(grant), `the first redemption of a ${role} client's code`);
         expectError(ctx, await ctx.redeem(grant), ["invalid_grant"], `the second redemption of a ${role} client's code`);
       }
     },
@@ -44,6 +47,8 @@ export const cases: CaseDef[] = [
     area: "security",
     ref: "RFC 6749 §4.1.2 (SHOULD revoke all tokens issued from the code)",
     level: "SHOULD",
+    profiles: ALL,
+    needs: [CONTROL.codeConfidential, CONTROL.refreshConfidential],
     async run(ctx) {
       const first = await ctx.refreshToken("confidential");
       await ctx.redeem(first.grant);
@@ -57,6 +62,8 @@ export const cases: CaseDef[] = [
     area: "security",
     ref: "RFC 6749 §4.1.3 (ensure the code was issued to the client), §5.2 (invalid_grant)",
     level: "MUST",
+    profiles: ALL,
+    needs: [CONTROL.codePublic, CONTROL.codeConfidential],
     cells: [{ column: "AC-PUB", row: "code" }, { column: "AC-CONF", row: "code" }],
     async run(ctx) {
       for (const role of ["public", "confidential"] as const) {
@@ -72,6 +79,8 @@ export const cases: CaseDef[] = [
     area: "security",
     ref: "RFC 6749 §4.1.3 (redirect_uri values identical), §5.2 (invalid_grant)",
     level: "MUST",
+    profiles: ALL,
+    needs: [CONTROL.codePublic, CONTROL.codeConfidential],
     cells: [{ column: "AC-PUB", row: "redirect_uri" }, { column: "AC-CONF", row: "redirect_uri" }],
     async run(ctx) {
       for (const role of ["public", "confidential"] as const) {
@@ -87,6 +96,8 @@ export const cases: CaseDef[] = [
     area: "security",
     ref: "spec §4.2 rule 3; RFC 7636 §4.6",
     level: "MUST",
+    profiles: ALL,
+    needs: [CONTROL.codePublic],
     cells: [{ column: "AC-PUB", row: "code_verifier" }],
     async run(ctx) {
       const grant = await ctx.code("public");
@@ -99,6 +110,8 @@ export const cases: CaseDef[] = [
     area: "security",
     ref: "RFC 7636 §4.1 (43-128 unreserved characters), §4.6",
     level: "MUST",
+    profiles: ALL,
+    needs: [CONTROL.codePublic],
     cells: [{ column: "AC-PUB", row: "code_verifier" }],
     async run(ctx) {
       const bad: [string, string][] = [
@@ -118,6 +131,8 @@ export const cases: CaseDef[] = [
     area: "security",
     ref: "spec §4.2 table (code_verifier not sent × confidential); RFC 9700 §2.1.1, §4.8.2",
     level: "MUST",
+    profiles: BCP,
+    needs: [CONTROL.codeConfidential],
     cells: [{ column: "AC-CONF", row: "code_verifier" }],
     async run(ctx) {
       const grant = await ctx.code("confidential", { pkce: false });
@@ -131,6 +146,8 @@ export const cases: CaseDef[] = [
     area: "security",
     ref: "RFC 9700 §2.1.1 (MUST support PKCE; MUST enforce the code_verifier when a challenge was sent)",
     level: "MUST",
+    profiles: BCP,
+    needs: [CONTROL.codeConfidential],
     async run(ctx) {
       const withPkce = await ctx.code("confidential", { pkce: true });
       expectTokens(ctx, await ctx.redeem(withPkce), "a confidential client's code with PKCE");
@@ -144,6 +161,8 @@ export const cases: CaseDef[] = [
     area: "security",
     ref: "spec §4.1 (code_challenge for public clients), §4.2 table (code_verifier required × public); RFC 9700 §2.1.1",
     level: "MUST",
+    profiles: BCP,
+    needs: [CONTROL.authorize, CONTROL.codePublic],
     cells: [{ column: "AC-PUB", row: "code_verifier" }],
     async run(ctx) {
       const client = ctx.target.clients.public;

@@ -5,6 +5,7 @@
  * @module
  */
 import type { CaseDef } from "../case.ts";
+import { ALL, BCP, CONTROL } from "./profiles.ts";
 import { expectError, expectTokens, summary } from "../checks.ts";
 import type { CaseContext } from "../context.ts";
 
@@ -12,11 +13,13 @@ import type { CaseContext } from "../context.ts";
 async function rotateOnce(ctx: CaseContext) {
   const first = await ctx.refreshToken("public");
   const client = first.grant.client;
-  const next = expectTokens(ctx, await ctx.refresh(client, first.refresh_token), "the first refresh");
-  if (next.refresh_token === undefined || next.refresh_token === first.refresh_token) {
-    ctx.fail("A public client's refresh did not return a new refresh_token (RFC 9700 §4.14.2: rotation)", next.reply);
+  // The control: a first refresh that rotates (SEC-REFRESH-ROTATION is this step as a positive case).
+  const next = await ctx.twin(await ctx.refresh(client, first.refresh_token), "the first refresh");
+  const current = next.refresh_token;
+  if (current === undefined || current === first.refresh_token) {
+    return ctx.control(() => ctx.fail("A public client's refresh did not return a new refresh_token (RFC 9700 §4.14.2: rotation)", next.reply));
   }
-  return { client, old: first.refresh_token, current: next.refresh_token };
+  return { client, old: first.refresh_token, current };
 }
 
 export const cases: CaseDef[] = [
@@ -26,6 +29,8 @@ export const cases: CaseDef[] = [
     area: "security",
     ref: "RFC 6749 §10.4 (MUST maintain the binding to the client), §6, §5.2 (invalid_grant)",
     level: "MUST",
+    profiles: ALL,
+    needs: [CONTROL.refreshPublic, CONTROL.refreshConfidential],
     cells: [{ column: "RT-PUB", row: "refresh_token" }, { column: "RT-CONF", row: "refresh_token" }],
     async run(ctx) {
       const other = ctx.target.clients.second;
@@ -42,6 +47,9 @@ export const cases: CaseDef[] = [
     area: "security",
     ref: "RFC 9700 §2.2.2, §4.14.2 (public clients: sender-constrained or rotated refresh tokens)",
     level: "MUST",
+    profiles: BCP,
+    needs: [CONTROL.refreshPublic],
+    positive: true,
     cells: [{ column: "RT-PUB", row: "refresh_token" }],
     async run(ctx) {
       await rotateOnce(ctx);
@@ -53,6 +61,8 @@ export const cases: CaseDef[] = [
     area: "security",
     ref: "RFC 9700 §4.14.2 (the previous refresh token is invalidated)",
     level: "MUST",
+    profiles: BCP,
+    needs: [CONTROL.refreshPublic],
     cells: [{ column: "RT-PUB", row: "refresh_token" }],
     async run(ctx) {
       const { client, old } = await rotateOnce(ctx);
@@ -65,6 +75,8 @@ export const cases: CaseDef[] = [
     area: "security",
     ref: "RFC 9700 §4.14.2 (on reuse, the active refresh token is revoked)",
     level: "SHOULD",
+    profiles: BCP,
+    needs: [CONTROL.refreshPublic],
     async run(ctx) {
       const { client, old, current } = await rotateOnce(ctx);
       await ctx.refresh(client, old);
@@ -78,6 +90,8 @@ export const cases: CaseDef[] = [
     area: "security",
     ref: "RFC 6749 §6 (MUST NOT include any scope not originally granted), §5.2 (invalid_scope)",
     level: "MUST",
+    profiles: ALL,
+    needs: [CONTROL.refreshPublic],
     cells: [{ column: "RT-PUB", row: "scope" }, { column: "RT-CONF", row: "scope" }],
     async run(ctx) {
       let tried = 0;

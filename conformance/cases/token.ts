@@ -5,6 +5,7 @@
  * @module
  */
 import type { CaseDef } from "../case.ts";
+import { ALL, CONTROL } from "./profiles.ts";
 import { expectError, expectTokens, summary } from "../checks.ts";
 import { basicAuth } from "../context.ts";
 
@@ -15,6 +16,8 @@ export const cases: CaseDef[] = [
     area: "token",
     ref: "RFC 6749 §5.2 (unsupported_grant_type)",
     level: "MUST",
+    profiles: ALL,
+    needs: [CONTROL.clientCredentials],
     async run(ctx) {
       const reply = await ctx.clientCredentials(ctx.target.clients.client_credentials, {
         grant_type: "urn:example:conformance:unknown-grant",
@@ -28,6 +31,8 @@ export const cases: CaseDef[] = [
     area: "token",
     ref: "RFC 6749 §3.2 (MUST ignore unrecognized request parameters)",
     level: "MUST",
+    profiles: ALL,
+    positive: true,
     async run(ctx) {
       const reply = await ctx.clientCredentials(ctx.target.clients.client_credentials, { x_conformance_extra: "1" });
       expectTokens(ctx, reply, "a request with an extra parameter x_conformance_extra");
@@ -39,6 +44,8 @@ export const cases: CaseDef[] = [
     area: "token",
     ref: "RFC 6749 §3.2 (parameters MUST NOT be included more than once), §5.2",
     level: "MUST",
+    profiles: ALL,
+    needs: [CONTROL.clientCredentials],
     async run(ctx) {
       const client = ctx.target.clients.client_credentials;
       for (const repeated of ["grant_type", "scope"]) {
@@ -60,6 +67,8 @@ export const cases: CaseDef[] = [
     area: "token",
     ref: "RFC 6749 §5.2 (invalid_client: unknown client)",
     level: "MUST",
+    profiles: ALL,
+    needs: [CONTROL.clientCredentials],
     async run(ctx) {
       const client = ctx.target.clients.client_credentials;
       const reply = await ctx.clientCredentials(client, { client_id: `${client.client_id}-unknown-conformance` });
@@ -72,6 +81,8 @@ export const cases: CaseDef[] = [
     area: "token",
     ref: "RFC 6749 §2.3.1 (MUST support HTTP Basic for clients with a password)",
     level: "MUST",
+    profiles: ALL,
+    positive: true,
     async run(ctx) {
       const client = ctx.target.clients.client_credentials;
       const reply = await ctx.token(
@@ -87,6 +98,8 @@ export const cases: CaseDef[] = [
     area: "token",
     ref: "RFC 6749 §5.2 (invalid_client: 401 and WWW-Authenticate when the Authorization header was used)",
     level: "MUST",
+    profiles: ALL,
+    needs: [CONTROL.basic],
     async run(ctx) {
       const client = ctx.target.clients.client_credentials;
       const reply = await ctx.token(
@@ -105,6 +118,8 @@ export const cases: CaseDef[] = [
     area: "token",
     ref: "RFC 6749 §2.3 (MUST NOT use more than one authentication method)",
     level: "SHOULD",
+    profiles: ALL,
+    needs: [CONTROL.basic, CONTROL.clientCredentials],
     async run(ctx) {
       const client = ctx.target.clients.client_credentials;
       const reply = await ctx.token(
@@ -120,6 +135,8 @@ export const cases: CaseDef[] = [
     area: "token",
     ref: "spec §4.2 (Content-Type: application/x-www-form-urlencoded); RFC 6749 §3.2",
     level: "SHOULD",
+    profiles: ALL,
+    needs: [CONTROL.clientCredentials],
     async run(ctx) {
       const client = ctx.target.clients.client_credentials;
       const body = JSON.stringify({ grant_type: "client_credentials", client_id: client.client_id, client_secret: client.client_secret, scope: client.scope });
@@ -133,6 +150,8 @@ export const cases: CaseDef[] = [
     area: "token",
     ref: "RFC 6749 §3.2 (the client MUST use POST)",
     level: "SHOULD",
+    profiles: ALL,
+    needs: [CONTROL.clientCredentials],
     async run(ctx) {
       const client = ctx.target.clients.client_credentials;
       const url = new URL(ctx.target.token_url);

@@ -5,6 +5,7 @@
  * @module
  */
 import type { CaseDef } from "../case.ts";
+import { ALL, CONTROL } from "./profiles.ts";
 import { expectError } from "../checks.ts";
 import { makeVerifier, randomString } from "../pkce.ts";
 import { cellCases, type ColumnSetup } from "./body_fields.ts";
@@ -50,6 +51,8 @@ export const cases: CaseDef[] = [
     area: "token_authorization_code",
     ref: "RFC 6749 §5.2 (invalid_grant)",
     level: "MUST",
+    profiles: ALL,
+    needs: [CONTROL.codeConfidential],
     async run(ctx) {
       const client = ctx.target.clients.public;
       const reply = await ctx.token({
@@ -68,6 +71,8 @@ export const cases: CaseDef[] = [
     area: "token_authorization_code",
     ref: "RFC 6749 §4.1.3, §5.2 (invalid_client)",
     level: "MUST",
+    profiles: ALL,
+    needs: [CONTROL.codeConfidential],
     cells: [{ column: "AC-CONF", row: "client_secret" }],
     async run(ctx) {
       const grant = await ctx.code("confidential");

@@ -5,6 +5,7 @@
  * @module
  */
 import type { CaseDef } from "../case.ts";
+import { ALL, SPEC, CONTROL } from "./profiles.ts";
 import { expectError, expectTokens } from "../checks.ts";
 import { cellCases, type ColumnSetup } from "./body_fields.ts";
 
@@ -31,6 +32,8 @@ export const cases: CaseDef[] = [
     area: "token_client_credentials",
     ref: "spec §4.2 rule 1, §8; RFC 6749 §5.2 (invalid_scope)",
     level: "MUST",
+    profiles: ALL,
+    needs: [CONTROL.clientCredentials],
     cells: [{ column: "CC", row: "scope" }],
     async run(ctx) {
       const reply = await ctx.clientCredentials(ctx.target.clients.client_credentials, { scope: ctx.target.forbidden_scope });
@@ -43,6 +46,8 @@ export const cases: CaseDef[] = [
     area: "token_client_credentials",
     ref: "spec §4.2 rule 2, §8",
     level: "MUST",
+    profiles: SPEC,
+    needs: [CONTROL.clientCredentials],
     cells: [{ column: "CC", row: "scope" }],
     async run(ctx) {
       const client = ctx.target.clients.client_credentials;
@@ -58,6 +63,8 @@ export const cases: CaseDef[] = [
     area: "token_client_credentials",
     ref: "RFC 6749 §4.4.2, §5.2 (invalid_client)",
     level: "MUST",
+    profiles: ALL,
+    needs: [CONTROL.clientCredentials],
     cells: [{ column: "CC", row: "client_secret" }],
     async run(ctx) {
       const client = ctx.target.clients.client_credentials;
@@ -71,6 +78,8 @@ export const cases: CaseDef[] = [
     area: "token_client_credentials",
     ref: "RFC 6749 §4.4 (confidential clients only), §5.2",
     level: "MUST",
+    profiles: ALL,
+    needs: [CONTROL.clientCredentials],
     async run(ctx) {
       const client = ctx.target.clients.public;
       const reply = await ctx.token({ grant_type: "client_credentials", client_id: client.client_id, scope: client.scope });
@@ -83,6 +92,8 @@ export const cases: CaseDef[] = [
     area: "token_client_credentials",
     ref: "spec §2 token response (refresh_token: only if client configuration allows); RFC 6749 §6",
     level: "MUST",
+    profiles: SPEC,
+    positive: true,
     async run(ctx) {
       const client = ctx.target.clients.client_credentials_refresh;
       if (!client) return ctx.skip("clients.client_credentials_refresh is not set");

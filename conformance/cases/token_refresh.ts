@@ -5,6 +5,7 @@
  * @module
  */
 import type { CaseDef } from "../case.ts";
+import { ALL, CONTROL } from "./profiles.ts";
 import { expectError } from "../checks.ts";
 import { randomString } from "../pkce.ts";
 import { cellCases, type ColumnSetup } from "./body_fields.ts";
@@ -43,6 +44,8 @@ export const cases: CaseDef[] = [
     area: "token_refresh",
     ref: "RFC 6749 §6, §5.2 (invalid_grant)",
     level: "MUST",
+    profiles: ALL,
+    needs: [CONTROL.refreshConfidential],
     async run(ctx) {
       const reply = await ctx.refresh(ctx.target.clients.public, randomString());
       expectError(ctx, reply, ["invalid_grant"], "an unknown refresh token");
@@ -54,6 +57,8 @@ export const cases: CaseDef[] = [
     area: "token_refresh",
     ref: "RFC 6749 §6, §5.2 (invalid_client)",
     level: "MUST",
+    profiles: ALL,
+    needs: [CONTROL.refreshConfidential],
     cells: [{ column: "RT-CONF", row: "client_secret" }],
     async run(ctx) {
       const t = await ctx.refreshToken("confidential");

@@ -34,6 +34,17 @@ export class DriverError extends Error {
 }
 
 /**
+ * Thrown by a driver asked to deny when the server skipped the consent page because the user approved this
+ * client before (remembered consent): the user had no Deny button to press. Cases that need one skip.
+ */
+export class ConsentRemembered extends DriverError {
+  constructor(message = "The server remembered the user's consent and issued a code without asking: there was no Deny to press") {
+    super(message);
+    this.name = "ConsentRemembered";
+  }
+}
+
+/**
  * Whether `location` is a redirect to `redirectUri`: same scheme, authority and path, and every query
  * parameter of `redirectUri` kept (the server adds its own).
  */

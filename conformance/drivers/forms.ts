@@ -142,3 +142,28 @@ export function formData(form: HtmlForm, submitter?: FormControl): [string, stri
   }
   return pairs;
 }
+
+/** One link of a page. */
+export interface HtmlLink {
+  /** The href resolved against the page (or its `<base href>`). */
+  href: URL;
+  /** The visible text (tags removed, entities decoded, whitespace collapsed). */
+  text: string;
+  id: string | undefined;
+}
+
+/** Reads every `<a href>` of a page: a Cancel or Deny is often a link, not a button. */
+export function parseLinks(html: string, pageUrl: URL): HtmlLink[] {
+  const links: HtmlLink[] = [];
+  let base = pageUrl;
+  const baseTag = /<base\b[^>]*\bhref\s*=\s*(?:"([^"]*)"|'([^']*)'|([^\s>]+))/i.exec(html);
+  if (baseTag) base = resolve(decodeEntities(baseTag[1] ?? baseTag[2] ?? baseTag[3] ?? ""), pageUrl);
+  for (const m of html.matchAll(/<a\b((?:[^>"']|"[^"]*"|'[^']*')*)>([\s\S]*?)<\/a\s*>/gi)) {
+    const attrs = attributes(m[1] ?? "");
+    const href = attrs.get("href");
+    if (href === undefined || /^\s*(javascript|data):/i.test(href) || href.trim().startsWith("#")) continue;
+    const text = decodeEntities((m[2] ?? "").replace(/<[^>]*>/g, " ")).replace(/\s+/g, " ").trim();
+    links.push({ href: resolve(href, base), text, id: attrs.get("id") });
+  }
+  return links;
+}

@@ -6,8 +6,9 @@
  * @module
  */
 import { CookieJar } from "./cookies.ts";
-import { type ApprovalDriver, type ApproveOptions, DriverError, isRedirectTo, pageSummary } from "./driver.ts";
-import { type FormControl, formData, type HtmlForm, isSubmit, parseForms } from "./forms.ts";
+import { type ApprovalDriver, type ApproveOptions, ConsentRemembered, DriverError, isRedirectTo, pageSummary } from "./driver.ts";
+import { type FormControl, formData, type HtmlForm, isSubmit, parseForms, parseLinks } from "./forms.ts";
+import { followRedirects } from "./redirects.ts";
 
 /** Options of {@link htmlFormDriver}. */
 export interface HtmlFormDriverOptions {
@@ -40,51 +41,42 @@ export function htmlFormDriver(options: HtmlFormDriverOptions): ApprovalDriver {
       const redirectUri = authorizeUrl.searchParams.get("redirect_uri");
       // Without a redirect_uri in the request, the first hop to another origin is the client's callback.
       const arrived = (u: URL) => redirectUri !== null ? isRedirectTo(u, redirectUri) : u.origin !== authorizeUrl.origin;
+      const follow = { jar, until: arrived, maxRedirects };
       let next: { url: URL; method: "GET" | "POST"; body?: URLSearchParams } = { url: authorizeUrl, method: "GET" };
-      let redirects = 0;
       let logins = 0;
       let consents = 0;
       for (;;) {
-        const headers = new Headers({ accept: "text/html,application/xhtml+xml" });
-        const cookie = jar.header(next.url);
-        if (cookie !== null) headers.set("cookie", cookie);
-        const init: RequestInit = { method: next.method, headers, redirect: "manual" };
-        if (next.body) {
-          headers.set("content-type", "application/x-www-form-urlencoded");
-          init.body = next.body.toString();
+        const end = await followRedirects(fetch, next.url, follow, next.method, next.body);
+        if (end.kind === "arrived") {
+          // Asked to deny, but no consent page was ever shown and a code came back: remembered consent.
+          if (deny && consents === 0 && end.url.searchParams.has("code")) throw new ConsentRemembered();
+          return end.url;
         }
-        const response = await fetch(new Request(next.url, init));
-        jar.store(next.url, response.headers);
-        const location = response.headers.get("location");
-        if (response.status >= 300 && response.status < 400 && location !== null) {
-          const target = new URL(location, next.url);
-          if (arrived(target)) return target;
-          if (++redirects > maxRedirects) throw new DriverError(`More than ${maxRedirects} redirects, the last to ${target}`);
-          // 307 and 308 repeat the request; the others turn it into a GET.
-          next = response.status === 307 || response.status === 308
-            ? { ...next, url: target }
-            : { url: target, method: "GET" };
-          continue;
-        }
+        const { response, url } = end;
         const html = await response.text();
         if (response.status !== 200) {
-          throw new DriverError(`The server answered ${response.status} at ${next.url}: ${pageSummary(html)}`);
+          throw new DriverError(`The server answered ${response.status} at ${url}: ${pageSummary(html)}`);
         }
-        const forms = parseForms(html, next.url);
+        const forms = parseForms(html, url);
         const login = forms.find((f) => f.controls.some((c) => c.tag === "input" && c.type === "password"));
         if (login) {
           if (++logins > 2) throw new DriverError("The login form came back after logging in: check username and password");
           next = submit(login, fillLogin(login, options), login.controls.find(isSubmit));
           continue;
         }
-        const choice = chooseConsent(forms, deny);
-        if (!choice) {
-          throw new DriverError(
-            `No login form and no ${deny ? "Deny" : "Allow"} button at ${next.url}: ${pageSummary(html)}`,
-          );
-        }
         if (++consents > 3) throw new DriverError("The consent form came back after answering it three times");
-        next = submit(choice.form, choice.form.controls, choice.button);
+        const choice = chooseConsent(forms, deny);
+        if (choice) {
+          next = submit(choice.form, choice.form.controls, choice.button);
+          continue;
+        }
+        // A Cancel or Deny that is a link, not a button.
+        const link = deny ? parseLinks(html, url).find((l) => DENY.test(l.text) || DENY.test(l.id ?? "")) : undefined;
+        if (link) {
+          next = { url: link.href, method: "GET" };
+          continue;
+        }
+        throw new DriverError(`No login form and no ${deny ? "Deny" : "Allow"} button at ${url}: ${pageSummary(html)}`);
       }
     },
   };
