@@ -15,10 +15,12 @@ export function casesMarkdown(cases: readonly CaseDef[]): string {
   for (const [area, title] of Object.entries(AREAS)) {
     const list = cases.filter((c) => c.area === area);
     if (list.length === 0) continue;
-    out.push(`### ${title}`, "", "| Case | Level | Checks | Reference | Table cells |", "|---|---|---|---|---|");
+    out.push(`### ${title}`, "", "| Case | Level | Profiles | Checks | Reference | Control | Table cells |", "|---|---|---|---|---|---|---|");
     for (const c of list) {
       const cells = (c.cells ?? []).map((cell) => `${cell.row} × ${cell.column}`).join(", ");
-      out.push(`| \`${c.id}\` | ${c.level} | ${escape(c.title)} | ${escape(c.ref)} | ${cells} |`);
+      const control = c.positive ? "positive" : (c.needs ?? []).map((id) => `\`${id}\``).join(", ");
+      const profiles = c.profiles.length === 4 ? "all" : c.profiles.join(", ");
+      out.push(`| \`${c.id}\` | ${c.level} | ${profiles} | ${escape(c.title)} | ${escape(c.ref)} | ${control} | ${cells} |`);
     }
     out.push("");
   }
@@ -28,5 +30,5 @@ export function casesMarkdown(cases: readonly CaseDef[]): string {
 
 /** The case list as plain text, one case a line. */
 export function casesText(cases: readonly CaseDef[]): string {
-  return cases.map((c) => `${c.id.padEnd(40)} ${c.level.padEnd(6)} ${c.title}`).join("\n");
+  return cases.map((c) => `${c.id.padEnd(40)} ${c.level.padEnd(6)} ${(c.profiles.length === 4 ? "all" : c.profiles.join(",")).padEnd(20)} ${c.title}`).join("\n");
 }

@@ -4,9 +4,17 @@
  * and buttons labelled "Approve" and "No thanks".
  */
 import { describe, expect, it } from "vitest";
-import { DriverError, htmlFormDriver, isRedirectTo } from "../../conformance/mod.ts";
-import { CookieJar } from "../../conformance/drivers/cookies.ts";
-import { formData, parseForms } from "../../conformance/drivers/forms.ts";
+import {
+  ConsentRemembered,
+  CookieJar,
+  DriverError,
+  followRedirects,
+  formData,
+  htmlFormDriver,
+  isRedirectTo,
+  parseForms,
+  parseLinks,
+} from "../../conformance/mod.ts";
 
 const ORIGIN = "http://idp.test";
 const REDIRECT = "https://client.test/cb?tenant=7";
@@ -105,6 +113,72 @@ describe("htmlFormDriver", () => {
     const error = await driver.approve(authorizeUrl(), { deny: false, fetch }).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(DriverError);
     expect(String(error)).toMatch(/400.*Bad client/);
+  });
+});
+
+/** A server whose consent page has an Allow button and a Cancel link, and that remembers consent. */
+function cancelLinkServer() {
+  let approved = false;
+  const fetch = async (request: Request): Promise<Response> => {
+    const url = new URL(request.url);
+    const back = (param: string, value: string) => {
+      const target = new URL(REDIRECT);
+      target.searchParams.set(param, value);
+      target.searchParams.set("state", url.searchParams.get("state") ?? "");
+      return new Response(null, { status: 302, headers: { location: target.href } });
+    };
+    if (url.pathname === "/oauth/authorize" && request.method === "GET") {
+      if (approved) return back("code", "remembered");
+      const cancel = new URL("/oauth/cancel", ORIGIN);
+      cancel.search = url.search;
+      return new Response(`<title>Consent</title><form method=post><button>Allow</button></form>
+        <a href="/help">Help</a> <a class=secondary href="${cancel.pathname}${cancel.search.replace(/&/g, "&amp;")}"><span>Cancel</span></a>`, {
+        headers: { "content-type": "text/html" },
+      });
+    }
+    if (url.pathname === "/oauth/authorize" && request.method === "POST") {
+      approved = true;
+      return back("code", "fresh");
+    }
+    if (url.pathname === "/oauth/cancel") return back("error", "access_denied");
+    return new Response("not found", { status: 404 });
+  };
+  return { fetch };
+}
+
+describe("htmlFormDriver and Cancel links, remembered consent", () => {
+  it("denies by following a Cancel link when there is no Deny button", async () => {
+    const driver = htmlFormDriver({ username: "u", password: "p" });
+    const denied = await driver.approve(authorizeUrl(), { deny: true, fetch: cancelLinkServer().fetch });
+    expect(denied.searchParams.get("error")).toBe("access_denied");
+    expect(denied.searchParams.get("state")).toBe("xyz");
+  });
+
+  it("says so when consent is remembered instead of reading the code as a Deny", async () => {
+    const server = cancelLinkServer();
+    const driver = htmlFormDriver({ username: "u", password: "p" });
+    expect((await driver.approve(authorizeUrl(), { deny: false, fetch: server.fetch })).searchParams.get("code")).toBe("fresh");
+    expect((await driver.approve(authorizeUrl(), { deny: false, fetch: server.fetch })).searchParams.get("code")).toBe("remembered");
+    const error = await driver.approve(authorizeUrl(), { deny: true, fetch: server.fetch }).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(ConsentRemembered);
+  });
+});
+
+describe("the pieces exported for custom drivers", () => {
+  it("follow redirects with a cookie jar, and read links", async () => {
+    const jar = new CookieJar();
+    const fetch = async (request: Request) => {
+      const url = new URL(request.url);
+      if (url.pathname === "/a") return new Response(null, { status: 302, headers: { location: "/b", "set-cookie": "k=v; Path=/" } });
+      if (url.pathname === "/b") return new Response(request.headers.get("cookie"), { status: 200 });
+      return new Response(null, { status: 303, headers: { location: "https://client.test/cb?code=1" } });
+    };
+    const page = await followRedirects(fetch, new URL("http://idp.test/a"), { jar });
+    expect(page.kind === "page" && await page.response.text()).toBe("k=v");
+    const end = await followRedirects(fetch, new URL("http://idp.test/c"), { jar, until: (u) => u.origin === "https://client.test" });
+    expect(end).toEqual({ kind: "arrived", url: new URL("https://client.test/cb?code=1") });
+    const links = parseLinks(`<base href="http://x.test/d/"><a href="e?a=1&amp;b=2">E <b>f</b></a><a href="javascript:void 0">no</a>`, new URL("http://x.test/"));
+    expect(links).toEqual([{ href: new URL("http://x.test/d/e?a=1&b=2"), text: "E f", id: undefined }]);
   });
 });
 
