@@ -84,6 +84,7 @@ async function serve(flags: Flags, _: string | undefined, runtime: CliRuntime): 
       issuer: args.issuer ?? running.url,
       config,
       onError: (error, where) => console.error(`error at ${where.endpoint}:`, error),
+      log: (line) => console.log(line),
     }));
   } catch (error) {
     await running.close();

@@ -14,6 +14,8 @@ import { errorResponse } from "../router.ts";
 import { type AuthorizationServer, createAuthorizationServer } from "../server.ts";
 import type { Storage } from "../storage/types.ts";
 import { type ConfigUser, DEMO_CONFIG, type ReferenceConfig } from "./config.ts";
+import { createMetrics } from "./metrics.ts";
+import { observe } from "./observe.ts";
 import { verifyPassword } from "./passwords.ts";
 
 /** Options of {@link createReferenceApp}. */
@@ -27,6 +29,8 @@ export interface ReferenceAppOptions {
   /** PBKDF2 iterations for the users' passwords. Default 100 000; tests lower it. */
   passwordIterations?: number;
   onError?: (error: unknown, context: { endpoint: string; method: string; path: string }) => void;
+  /** Receives one JSON line per request (the request log); none = no log. The CLI prints them on stdout. */
+  log?: (line: string) => void;
 }
 
 /** The reference app: the server plus its two handlers. */
@@ -82,7 +86,7 @@ export async function createReferenceApp(options: ReferenceAppOptions): Promise<
     ["/api/reports", server.protectHandle("reports.read", (_, token) => jsonResponse(200, { reports: REPORTS, token }))],
     ["/api/me", server.protectHandle(undefined, (_, token) => jsonResponse(200, { token }))],
   ]);
-  const handle = async (request: HttpRequest): Promise<HttpResponse> => {
+  const route = async (request: HttpRequest): Promise<HttpResponse> => {
     const path = pathOf(request.target);
     const resource = resources.get(path);
     if (resource) {
@@ -92,6 +96,14 @@ export async function createReferenceApp(options: ReferenceAppOptions): Promise<
     if (path === "/" && (request.method === "GET" || request.method === "HEAD")) return landing(server);
     return server.handle(request);
   };
+  // The request log, /healthz, /readyz, and /metrics when the config enables it (never public by accident).
+  const observed = observe(route, {
+    log: options.log,
+    metrics: config.metrics?.enabled === true ? createMetrics() : undefined,
+    ready: () => server.storage.getClient("readyz-probe"),
+    basePath: new URL(server.issuer).pathname.replace(/\/$/, ""),
+  });
+  const handle = (request: HttpRequest): Promise<HttpResponse> => observed(request);
   return { server, handle, fetch: async (request) => toResponse(await handle(fromRequest(request))) };
 }
 

@@ -86,6 +86,16 @@ test("hash-password reads standard input and prints a hash; a config with it, an
       body: new URLSearchParams({ grant_type: "client_credentials", client_id: "job", client_secret: "job-secret-from-env-0123", scope: "metrics" }),
     });
     expect(token.status).toBe(200);
+    const health = await fetch(`${url}/healthz`);
+    expect(health.status).toBe(200);
+    // The request log: one JSON line per request on stdout, without the secret.
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    const logged = output.split("\n").filter((line) => line.startsWith("{")).map((line) => JSON.parse(line));
+    expect(logged).toEqual([
+      expect.objectContaining({ method: "POST", path: "/token", status: 200, client_id: "job" }),
+      expect.objectContaining({ method: "GET", path: "/healthz", status: 200 }),
+    ]);
+    expect(output).not.toContain("job-secret-from-env-0123");
   } finally {
     child.kill("SIGKILL");
   }

@@ -1,0 +1,156 @@
+/**
+ * What an operator sees of the reference server: one JSON line per request, `/healthz` (the process answers),
+ * `/readyz` (the store answers too), and Prometheus `/metrics` when the config enables it.
+ *
+ * The log line carries `time`, `method`, `path` (never the query, where codes and states travel), `endpoint`,
+ * `status`, `duration_ms` and `client_id` when the request named one; never a secret, code, token or password.
+ *
+ * @module
+ */
+import { type HttpRequest, type HttpResponse, jsonResponse, pathOf, queryOf } from "../http.ts";
+import type { Metrics } from "./metrics.ts";
+
+/** Options of {@link observe}. */
+export interface ObserveOptions {
+  /** Receives each request's JSON line; none = no request log. */
+  log?: ((line: string) => void) | undefined;
+  /** Counts every request; with it, `/metrics` is served. */
+  metrics?: Metrics | undefined;
+  /** Resolves when the store answers; rejects or hangs when it does not. */
+  ready: () => Promise<unknown>;
+  /** The issuer's path (`""` at the root): endpoints hang below it. */
+  basePath: string;
+  /** How long `/readyz` waits for the store, in ms. */
+  readyTimeout?: number;
+}
+
+/** Clean paths to endpoint names: the `endpoint` of log lines and metrics (a closed list, for label safety). */
+const ENDPOINTS: Readonly<Record<string, string>> = {
+  "/authorize": "authorize",
+  "/token": "token",
+  "/revoke": "revoke",
+  "/introspect": "introspect",
+  "/register": "register",
+  "/.well-known/oauth-authorization-server": "metadata",
+  "/.well-known/oauth-protected-resource": "resource_metadata",
+  "/healthz": "healthz",
+  "/readyz": "readyz",
+  "/metrics": "metrics",
+  "/account/apps": "connected_apps",
+  "/": "landing",
+};
+const GRANT_TYPES = new Set(["authorization_code", "refresh_token", "client_credentials"]);
+const FORM = /^application\/x-www-form-urlencoded\b/i;
+
+/** The endpoint name of a request, from a closed list; `other` for anything unknown. */
+export function endpointOf(target: string, basePath: string): string {
+  let path = pathOf(target);
+  if (basePath !== "" && path.startsWith(`${basePath}/`)) path = path.slice(basePath.length);
+  if (path === "/index.php") {
+    const query = new URLSearchParams(queryOf(target));
+    const action = query.get("module") === "OAuth2" ? query.get("action") : null;
+    return action === "authorize" || action === "token" ? action : "other";
+  }
+  if (path.startsWith("/api/")) return "api";
+  if (path.startsWith("/.well-known/oauth-authorization-server")) return "metadata";
+  if (path.startsWith("/.well-known/oauth-protected-resource")) return "resource_metadata";
+  return Object.hasOwn(ENDPOINTS, path) ? ENDPOINTS[path]! : "other";
+}
+
+/** Wraps the app's handler with the request log, the metrics, and the health endpoints. */
+export function observe(
+  handle: (request: HttpRequest) => Promise<HttpResponse>,
+  options: ObserveOptions,
+): (request: HttpRequest) => Promise<HttpResponse> {
+  const { log, metrics } = options;
+  const health = async (endpoint: string, request: HttpRequest): Promise<HttpResponse | undefined> => {
+    if (request.method !== "GET" && request.method !== "HEAD") return undefined;
+    if (endpoint === "healthz") return jsonResponse(200, { status: "ok" });
+    if (endpoint === "readyz") {
+      const ok = await deadline(options.ready(), options.readyTimeout ?? 2000);
+      return jsonResponse(ok ? 200 : 503, { status: ok ? "ready" : "store unavailable" });
+    }
+    if (endpoint === "metrics" && metrics) {
+      return { status: 200, headers: [["content-type", "text/plain; version=0.0.4; charset=utf-8"], ["cache-control", "no-store"]], body: metrics.render() };
+    }
+    return undefined;
+  };
+
+  return async function observed(request: HttpRequest): Promise<HttpResponse> {
+    const started = performance.now();
+    const endpoint = endpointOf(request.target, options.basePath);
+    // Keep the body the handler reads, to name the client and the grant type afterwards.
+    let body: string | undefined;
+    const seen: HttpRequest = {
+      method: request.method,
+      target: request.target,
+      remoteAddress: request.remoteAddress,
+      header: (name) => request.header(name),
+      text: async (limit) => (body = await request.text(limit)),
+      toRequest: () => request.toRequest(),
+    };
+    const response = (await health(endpoint, request)) ?? (await handle(seen));
+    const seconds = (performance.now() - started) / 1000;
+    const form = body !== undefined && FORM.test(request.header("content-type") ?? "") ? new URLSearchParams(body) : undefined;
+    if (metrics) {
+      metrics.request(endpoint, response.status, seconds);
+      if (response.status === 429) metrics.throttled(endpoint);
+      // Every input is checked before the store is called, so a 500 or 503 here is the store failing or timing out.
+      if ((response.status === 500 || response.status === 503) && endpoint !== "readyz") metrics.storeError();
+      if (endpoint === "token" && response.status === 200) {
+        const grant = form?.get("grant_type") ?? "";
+        metrics.tokenIssued(GRANT_TYPES.has(grant) ? grant : "other");
+      }
+    }
+    if (log) {
+      const clientId = clientIdOf(request, form);
+      log(JSON.stringify({
+        time: new Date().toISOString(),
+        method: printable(request.method, 16),
+        path: printable(pathOf(request.target), 256),
+        endpoint,
+        status: response.status,
+        duration_ms: Math.round(seconds * 1e6) / 1000,
+        ...(clientId === undefined ? {} : { client_id: clientId }),
+      }));
+    }
+    return response;
+  };
+}
+
+/**
+ * The client a request names: the user part of Basic credentials (never the password), else `client_id` of the
+ * form, else of the query. Only identifiers, which are public; nothing else of the body or query is read.
+ */
+function clientIdOf(request: HttpRequest, form: URLSearchParams | undefined): string | undefined {
+  const basic = /^Basic\s+([A-Za-z0-9+/=]+)\s*$/i.exec(request.header("authorization") ?? "");
+  let id: string | null | undefined;
+  if (basic) {
+    try {
+      const user = atob(basic[1]!);
+      // RFC 6749 §2.3.1: the client_id is form-encoded before it goes into the Basic credentials.
+      id = decodeURIComponent(user.slice(0, Math.max(0, user.indexOf(":"))).replace(/\+/g, " "));
+    } catch {
+      id = undefined;
+    }
+  }
+  id ||= form?.get("client_id") ?? new URLSearchParams(queryOf(request.target)).get("client_id");
+  return id ? printable(id, 256) : undefined;
+}
+
+/** At most `max` characters, control characters escaped (JSON.stringify does the rest). */
+function printable(value: string, max: number): string {
+  const short = value.length > max ? `${value.slice(0, max)}…` : value;
+  return short.replace(/\p{Cc}/gu, "?");
+}
+
+/** Whether `promise` resolves within `ms`. */
+async function deadline(promise: Promise<unknown>, ms: number): Promise<boolean> {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const late = new Promise<boolean>((resolve) => (timer = setTimeout(() => resolve(false), ms)));
+  try {
+    return await Promise.race([promise.then(() => true, () => false), late]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
