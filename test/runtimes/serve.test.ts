@@ -126,12 +126,12 @@ describe.each(RUNTIMES)("the reference server on %s", (_name, command, args) => 
     expect((await stop(started, "SIGINT")).code).toBe(0);
   }, 40_000);
 
-  test("a bad flag is exit 1 with the usage", async () => {
+  test("a bad flag is exit 2 with the usage", async () => {
     const failed = await start(command, [...args, "--colour"]).then(
       () => undefined,
       (error: Error) => error.message,
     );
-    expect(failed).toMatch(/exited with 1 before listening:[\s\S]*unknown flag "--colour"[\s\S]*usage:/);
+    expect(failed).toMatch(/exited with 2 before listening:[\s\S]*unknown flag "--colour"[\s\S]*usage:/);
   }, 40_000);
 });
 
