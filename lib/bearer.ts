@@ -15,6 +15,8 @@ export interface AccessTokenInfo {
   scope: string;
   /** Expiry, in seconds since the epoch (as `exp` in RFC 7662). */
   exp: number;
+  /** The resources the token was issued for (RFC 8707), as `aud` in introspection; absent when unbound. */
+  aud?: string[];
 }
 
 /** `Bearer <b64token>` (RFC 6750 §2.1), the scheme case-insensitive. */
@@ -50,6 +52,7 @@ export async function verifyBearer(
   }
   const info: AccessTokenInfo = { client_id: record.client_id, scope: record.scope, exp: Math.floor(record.expires_at / 1000) };
   if (record.user_id !== undefined) info.user_id = record.user_id;
+  if (record.resource !== undefined) info.aud = [...record.resource];
   return info;
 }
 

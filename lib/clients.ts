@@ -26,6 +26,8 @@ export interface ClientRegistration {
    * under the single scope policy it is one scope. Default: none, so requests must name a scope.
    */
   default_scope?: string;
+  /** Which tokens the client may introspect: its own (default) or every token (a resource server). */
+  introspection?: "own" | "all";
   /** Default: `["authorization_code", "refresh_token"]`. */
   grant_types?: GrantType[];
   /** Whether client_credentials responses carry a refresh token. Default false. */
@@ -134,6 +136,11 @@ export async function buildClient(
   };
   if (secret !== undefined) client.secret_hash = sha256(secret);
   if (r.default_scope !== undefined) client.default_scope = r.default_scope;
+  if (r.introspection !== undefined) {
+    if (r.introspection !== "own" && r.introspection !== "all") fail(`"introspection" must be "own" or "all"`);
+    if (r.type !== "confidential") fail(`public client "${clientId}" cannot introspect`);
+    client.introspection = r.introspection;
+  }
   return secret === undefined ? { client } : { client, client_secret: secret };
 }
 

@@ -8,7 +8,7 @@
 
 /**
  * Every error code the server can send, with the HTTP status it is sent with by default.
- * RFC 6749 §4.1.2.1 and §5.2, RFC 6750 §3.1, RFC 7009 §2.2.1.
+ * RFC 6749 §4.1.2.1 and §5.2, RFC 6750 §3.1, RFC 7009 §2.2.1, RFC 8707 §2, RFC 7591 §3.2.2.
  */
 export const ERROR_STATUS = {
   invalid_request: 400,
@@ -19,6 +19,12 @@ export const ERROR_STATUS = {
   invalid_scope: 400,
   unsupported_response_type: 400,
   unsupported_token_type: 400,
+  /** RFC 8707 §2: a `resource` that is malformed, unknown, or wider than the grant. */
+  invalid_target: 400,
+  /** RFC 7591 §3.2.2: a registration whose redirect URIs are refused. */
+  invalid_redirect_uri: 400,
+  /** RFC 7591 §3.2.2: a registration whose other metadata is refused. */
+  invalid_client_metadata: 400,
   access_denied: 403,
   invalid_token: 401,
   insufficient_scope: 403,

@@ -5,6 +5,14 @@
  */
 import { ConfigurationError } from "./errors.ts";
 import { DEFAULT_FORM_LIMITS } from "./http.ts";
+import {
+  type ClientMetadataDocumentOptions,
+  type ClientMetadataDocuments,
+  clientMetadataDocuments,
+} from "./client_metadata_document.ts";
+import { type CorsOrigins, type CorsPolicy, resolveCors } from "./cors.ts";
+import type { RegistrationOptions } from "./registration.ts";
+import { checkConfiguredResources } from "./resource_indicator.ts";
 import type { Storage } from "./storage/types.ts";
 import { memoryStorage } from "./storage/memory.ts";
 import { withTimeout } from "./storage/timeout.ts";
@@ -100,6 +108,32 @@ export interface AuthorizationServerOptions {
    * documents) and granted when their request names none. Default: none, so such requests must name a scope.
    */
   defaultScope?: string;
+  /**
+   * Resource servers that tokens may be issued for (RFC 8707): absolute https URLs (http on loopback), compared
+   * as exact strings. A `resource` parameter must name one (else `invalid_target`); it binds the code and the
+   * grant, and becomes the token's audience (`aud`). Default none: the parameter is then ignored.
+   */
+  resources?: string[];
+  /**
+   * Seconds during which the immediate predecessor of the latest refresh token still works, once, without
+   * revoking the grant: for clients whose processes race to refresh with one token (Codex, several MCP hosts).
+   * Default 0 (strict: any reuse revokes the grant). The trade-off: inside the window a stolen predecessor is
+   * as good as the latest token, so keep it short (seconds); outside it, reuse revokes as before.
+   */
+  refreshGraceSeconds?: number;
+  /**
+   * Client ID Metadata Documents (draft-ietf-oauth-client-id-metadata-document; MCP 2025-11-25): a client_id
+   * that is an https URL is resolved by fetching the client's metadata from it. Off by default.
+   */
+  clientMetadataDocuments?: ClientMetadataDocumentOptions;
+  /** Dynamic Client Registration (RFC 7591) at `{issuer}/register`. Off by default. */
+  registration?: RegistrationOptions;
+  /**
+   * CORS on the token, revocation, introspection, registration and metadata endpoints (never on the
+   * authorization endpoint or HTML pages, never with credentials). Default: any origin (`{ origins: "*" }`);
+   * a list allows exactly those origins; `false` sends no CORS headers.
+   */
+  cors?: { origins: CorsOrigins } | false;
   /** Lifetimes in seconds. */
   lifetimes?: {
     /** Default 3600 (one hour); reported as `expires_in`. */
@@ -143,6 +177,16 @@ export interface ResolvedOptions {
   specAddresses: boolean;
   scopePolicy: ScopePolicy;
   defaultScope: string | undefined;
+  resources: string[];
+  /** Refresh grace window in ms; 0 for none. */
+  refreshGraceMs: number;
+  documents: ClientMetadataDocuments | null;
+  registration: {
+    initialAccessToken: string | undefined;
+    removeUnusedAfterMs: number | undefined;
+    throttle: Throttle;
+  } | null;
+  cors: CorsPolicy | null;
   /** Lifetimes in milliseconds. */
   accessTokenTtl: number;
   codeTtl: number;
@@ -165,6 +209,33 @@ const fail = (message: string): never => {
 function seconds(name: string, value: number | undefined, fallback: number): number {
   if (value === undefined) return fallback * 1000;
   if (!Number.isInteger(value) || value <= 0) fail(`"lifetimes.${name}" must be a positive whole number of seconds`);
+  return value * 1000;
+}
+
+function resolveRegistration(registration: RegistrationOptions | undefined): ResolvedOptions["registration"] {
+  if (registration?.enabled !== true) return null;
+  const token = registration.initialAccessToken;
+  if (token !== undefined && (typeof token !== "string" || token.length < 16)) {
+    fail(`"registration.initialAccessToken" must be at least 16 characters`);
+  }
+  const days = registration.removeUnusedAfterDays;
+  if (days !== undefined && (!Number.isInteger(days) || days <= 0)) {
+    fail(`"registration.removeUnusedAfterDays" must be a positive whole number`);
+  }
+  const perHour = positive("maxPerHour", registration.maxPerHour, 20, "registration.");
+  return {
+    initialAccessToken: token,
+    removeUnusedAfterMs: days === undefined ? undefined : days * 24 * 3600_000,
+    // A ceiling per address against floods, not a quota: hosted MCP connectors share egress addresses.
+    throttle: memoryThrottle({ maxFailures: perHour, windowSeconds: 3600, blockSeconds: 600 }),
+  };
+}
+
+function graceMs(value: number | undefined): number {
+  if (value === undefined) return 0;
+  if (!Number.isInteger(value) || value < 0 || value > 3600) {
+    fail(`"refreshGraceSeconds" must be a whole number of seconds from 0 to 3600`);
+  }
   return value * 1000;
 }
 
@@ -198,6 +269,15 @@ function resolveProfile(profile: Profile | undefined): Required<ProfileParts> {
     fail(`"profile.scopePolicy" must be "single" or "multiple": "${String(scopePolicy)}"`);
   }
   return { specAddresses, scopePolicy };
+}
+
+/** Runs a check that throws a plain message, as a `ConfigurationError`. */
+function configured<T>(check: () => T): T {
+  try {
+    return check();
+  } catch (error) {
+    return fail((error as Error).message);
+  }
 }
 
 /** Checks options and fills in defaults; throws {@link ConfigurationError} naming the bad option. */
@@ -266,6 +346,13 @@ export function resolveOptions(options: AuthorizationServerOptions): ResolvedOpt
     scopes,
     ...profile,
     defaultScope,
+    resources: configured(() => checkConfiguredResources(options.resources)),
+    refreshGraceMs: graceMs(options.refreshGraceSeconds),
+    documents: options.clientMetadataDocuments?.enabled === true
+      ? clientMetadataDocuments(options.clientMetadataDocuments)
+      : null,
+    registration: resolveRegistration(options.registration),
+    cors: configured(() => resolveCors(options.cors)),
     accessTokenTtl: seconds("accessToken", lifetimes.accessToken, 3600),
     codeTtl: seconds("authorizationCode", lifetimes.authorizationCode, 600),
     refreshTokenTtl: seconds("refreshToken", lifetimes.refreshToken, 30 * 24 * 3600),

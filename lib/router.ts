@@ -4,9 +4,11 @@
  * @module
  */
 import { errorPage } from "./consent/pages.ts";
+import { corsHeaders, preflight } from "./cors.ts";
 import { authorizationRedirect, authorizeEndpoint } from "./endpoints/authorize.ts";
 import { introspectEndpoint } from "./endpoints/introspect.ts";
 import { metadataEndpoint } from "./endpoints/metadata.ts";
+import { registerEndpoint } from "./endpoints/register.ts";
 import { revokeEndpoint } from "./endpoints/revoke.ts";
 import { tokenEndpoint } from "./endpoints/token.ts";
 import { OAuthError } from "./errors.ts";
@@ -15,18 +17,23 @@ import type { ServerContext } from "./options.ts";
 
 type Handler = (request: HttpRequest, context: ServerContext) => Promise<HttpResponse> | HttpResponse;
 
-/** An endpoint: its name (for `onError`), its handlers by method, and whether its errors are HTML pages. */
+/**
+ * An endpoint: its name (for `onError`), its handlers by method, whether its errors are HTML pages, and whether
+ * browser apps may call it across origins (CORS; never for pages, which are navigated to).
+ */
 interface Endpoint {
   name: string;
   methods: Partial<Record<"GET" | "POST", Handler>>;
   page: boolean;
+  cors: boolean;
 }
 
-const AUTHORIZE: Endpoint = { name: "authorize", methods: { GET: authorizeEndpoint, POST: authorizeEndpoint }, page: true };
-const TOKEN: Endpoint = { name: "token", methods: { POST: tokenEndpoint }, page: false };
-const REVOKE: Endpoint = { name: "revoke", methods: { POST: revokeEndpoint }, page: false };
-const INTROSPECT: Endpoint = { name: "introspect", methods: { POST: introspectEndpoint }, page: false };
-const METADATA: Endpoint = { name: "metadata", methods: { GET: (_, context) => metadataEndpoint(context) }, page: false };
+const AUTHORIZE: Endpoint = { name: "authorize", methods: { GET: authorizeEndpoint, POST: authorizeEndpoint }, page: true, cors: false };
+const TOKEN: Endpoint = { name: "token", methods: { POST: tokenEndpoint }, page: false, cors: true };
+const REVOKE: Endpoint = { name: "revoke", methods: { POST: revokeEndpoint }, page: false, cors: true };
+const INTROSPECT: Endpoint = { name: "introspect", methods: { POST: introspectEndpoint }, page: false, cors: true };
+const REGISTER: Endpoint = { name: "register", methods: { POST: registerEndpoint }, page: false, cors: true };
+const METADATA: Endpoint = { name: "metadata", methods: { GET: (_, context) => metadataEndpoint(context) }, page: false, cors: true };
 
 /** The spec's addresses: `{base}/index.php?module=OAuth2&action=…` (spec §4.1, §4.2). */
 const SPEC_ACTIONS: Readonly<Record<string, Endpoint>> = Object.freeze(
@@ -42,15 +49,28 @@ export function createRouter(context: ServerContext): (request: HttpRequest) => 
   if (paths.revoke !== null) routes.set(base + paths.revoke, REVOKE);
   if (paths.introspect !== null) routes.set(base + paths.introspect, INTROSPECT);
   if (paths.authorize !== null && context.authenticateUser) routes.set(base + paths.authorize, AUTHORIZE);
+  if (context.registration) routes.set(base + "/register", REGISTER);
   // RFC 8414 §3: the well-known segment goes between the host and the issuer's path.
   routes.set("/.well-known/oauth-authorization-server" + base, METADATA);
   const specPath = base + "/index.php";
 
+  const { cors } = context;
   return async function handle(request: HttpRequest): Promise<HttpResponse> {
+    const response = await route(request);
+    const origin = request.header("origin");
+    if (origin !== null && cors !== null && response.cors) response.headers.push(...corsHeaders(origin, cors));
+    return response;
+  };
+
+  async function route(request: HttpRequest): Promise<HttpResponse & { cors?: boolean }> {
     const path = pathOf(request.target);
     let endpoint = routes.get(path);
     if (endpoint === undefined && path === specPath && context.specAddresses) endpoint = specEndpoint(request.target);
     if (endpoint === undefined || (endpoint === AUTHORIZE && !context.authenticateUser)) return notFound();
+    // A preflight is answered here and goes no further: OPTIONS never spends a code or a token.
+    if (request.method === "OPTIONS" && endpoint.cors && cors !== null) {
+      return preflight(request.header("origin"), Object.keys(endpoint.methods), cors);
+    }
     const method = request.method === "HEAD" ? "GET" : request.method;
     // An own-property look-up: a method named "constructor" or "toString" must not reach Object.prototype.
     const handler = Object.hasOwn(endpoint.methods, method) ? endpoint.methods[method as "GET" | "POST"] : undefined;
@@ -64,11 +84,11 @@ export function createRouter(context: ServerContext): (request: HttpRequest) => 
     }
     try {
       const response = await handler(request, context);
-      return request.method === "HEAD" ? { ...response, body: null } : response;
+      return { ...response, ...(request.method === "HEAD" ? { body: null } : {}), cors: endpoint.cors };
     } catch (error) {
-      return render(error, endpoint, request, context);
+      return { ...render(error, endpoint, request, context), cors: endpoint.cors };
     }
-  };
+  }
 }
 
 function specEndpoint(target: string): Endpoint | undefined {
@@ -85,7 +105,7 @@ function notFound(): HttpResponse {
   return { status: 404, headers: [], body: null };
 }
 
-const RESOURCE: Endpoint = { name: "resource", methods: {}, page: false };
+const RESOURCE: Endpoint = { name: "resource", methods: {}, page: false, cors: false };
 
 /**
  * Renders a failure of the resource guard (RFC 6750 §3 for an `OAuthError`, else a generic `server_error`),

@@ -23,6 +23,10 @@ export interface MintRequest {
   client_id: string;
   user_id?: string | undefined;
   scope: string;
+  /** The audience (RFC 8707) of the access token. */
+  resource?: string[] | undefined;
+  /** The refresh token's audience, when it differs from the access token's (a narrowed request). */
+  refresh_resource?: string[] | undefined;
   /** The refresh token's scope, when it differs from the access token's (a narrowed refresh). */
   refresh_scope?: string | undefined;
   /** The grant the tokens join; required with a refresh token. */
@@ -49,6 +53,7 @@ export function mintTokens(
   };
   if (request.user_id !== undefined) records.access.user_id = request.user_id;
   if (request.grant_id !== undefined) records.access.grant_id = request.grant_id;
+  if (request.resource !== undefined) records.access.resource = request.resource;
   if (request.refresh_expires_at !== undefined && request.grant_id !== undefined) {
     const refreshToken = randomToken();
     response.refresh_token = refreshToken;
@@ -60,6 +65,8 @@ export function mintTokens(
       expires_at: request.refresh_expires_at,
     };
     if (request.user_id !== undefined) records.refresh.user_id = request.user_id;
+    const refreshResource = request.refresh_resource ?? request.resource;
+    if (refreshResource !== undefined) records.refresh.resource = refreshResource;
   }
   return { response, records };
 }

@@ -90,11 +90,23 @@ describe("revocation (RFC 7009)", () => {
     expect((await server.fetch(form(`${ISSUER}/revoke`, { client_id: "spa", token: "unknown" }))).status).toBe(200);
   });
 
-  test("another client's token is left alone, and the answer does not tell", async () => {
+  test("the answer is an empty 200 without a JSON content type (interop with @badgateway/oauth2-client)", async () => {
+    const { server } = await fixture();
+    const tokens = await spaTokens(server);
+    const response = await server.fetch(form(`${ISSUER}/revoke`, { client_id: "spa", token: tokens.access_token }));
+    expect(response.status).toBe(200);
+    expect(response.headers.get("content-type")).toBeNull();
+    expect(await response.text()).toBe("");
+  });
+
+  test("another client's token is refused with unauthorized_client (RFC 7009 §2.1) and left alone", async () => {
     const { server } = await fixture();
     const tokens = await spaTokens(server);
     const response = await server.fetch(form(`${ISSUER}/revoke`, { token: tokens.access_token }, basic("web", SECRETS.web)));
-    expect(response.status).toBe(200);
+    expect(response.status).toBe(400);
+    expect((await response.json()).error).toBe("unauthorized_client");
+    const refresh = await server.fetch(form(`${ISSUER}/revoke`, { token: tokens.refresh_token }, basic("web", SECRETS.web)));
+    expect((await refresh.json()).error).toBe("unauthorized_client");
     await expect(server.verifyAuthorization(`Bearer ${tokens.access_token}`)).resolves.toMatchObject({ client_id: "spa" });
   });
 
@@ -117,7 +129,10 @@ describe("introspection (RFC 7662)", () => {
       active: true, scope: "read", client_id: "spa", sub: "alice", token_type: "Bearer",
       exp: Math.floor(clock.now / 1000) + 3600, iss: ISSUER,
     });
-    expect(await ask(tokens.refresh_token, "refresh_token")).toMatchObject({ active: true, token_type: "refresh_token" });
+    // RFC 7662 §2.2: token_type is an access token type; a refresh token has none.
+    const refresh = await ask(tokens.refresh_token, "refresh_token");
+    expect(refresh).toMatchObject({ active: true });
+    expect(refresh.token_type).toBeUndefined();
     expect(await ask("nonsense")).toEqual({ active: false });
     clock.advance(3600);
     expect(await ask(tokens.access_token)).toEqual({ active: false });

@@ -115,6 +115,12 @@ export interface ConsentPageInput {
    * custom-scheme URI (whose origin is opaque, `"null"`) should be passed whole, so its scheme can be allowed.
    */
   redirectOrigin: string;
+  /** The resources (RFC 8707) the access is for, when the request named any. */
+  resources?: string[];
+  /** For a client identified by a metadata document URL: the host that published it. */
+  clientHost?: string;
+  /** Warn that the answer goes to a program on this device (a loopback redirect of a self-registered client). */
+  loopbackWarning?: boolean;
 }
 
 /**
@@ -138,11 +144,20 @@ export function consentPage(input: ConsentPageInput): HttpResponse {
   const main = `<div class="mark" aria-hidden="true">${ICON_SHIELD}</div>\n` +
     `<h1><span class="strong">${client}</span> wants to access your account</h1>\n` +
     `<p class="muted small">Client ID <code>${escapeHtml(input.clientId)}</code></p>\n` +
+    (input.clientHost === undefined ? "" : `<p class="small">This application is published by ` +
+      `<strong>${escapeHtml(input.clientHost)}</strong>.</p>\n`) +
     `<div class="account"><span class="avatar" aria-hidden="true">${initial}</span>` +
     `<span><span class="muted small block">Signed in as</span><strong>${user}</strong></span></div>\n` +
     `<h2>This will allow ${client} to:</h2>\n` +
     `<ul class="scopes">${input.scopes.map((s) => `<li><span class="block">${escapeHtml(s.description)}</span>` +
       `<code class="muted">${escapeHtml(s.name)}</code></li>`).join("")}</ul>\n` +
+    (input.resources === undefined ? "" : `<p class="small">At: ${
+      input.resources.map((r) => `<code>${escapeHtml(r)}</code>`).join(", ")
+    }</p>\n`) +
+    (input.loopbackWarning === true
+      ? `<p class="alert" role="alert">The answer goes to a program on this device ` +
+        `(<strong>${destination}</strong>). Allow only if you started ${client} yourself just now.</p>\n`
+      : "") +
     `<form method="post" action="${escapeHtml(input.action)}">\n` +
     `<input type="hidden" name="csrf" value="${escapeHtml(input.csrf)}">\n` +
     `<div class="actions">` +

@@ -13,7 +13,9 @@ import { OAuthError } from "../errors.ts";
 import { type HttpRequest, type HttpResponse, isFormContentType, parseForm, printable, queryOf, readParams } from "../http.ts";
 import type { EndUser, ServerContext } from "../options.ts";
 import { CODE_CHALLENGE } from "../pkce.ts";
-import { redirectUriMatches } from "../redirect_uri.ts";
+import { findClient } from "../client_lookup.ts";
+import { isLoopbackUri, redirectUriMatches } from "../redirect_uri.ts";
+import { requestedResource } from "../resource_indicator.ts";
 import { requestedScope } from "../scope.ts";
 import type { ClientRecord } from "../storage/types.ts";
 import { newGrantId } from "../tokens.ts";
@@ -25,6 +27,8 @@ interface AuthorizationRequest {
   scope: string;
   state: string | undefined;
   code_challenge: string | undefined;
+  /** RFC 8707 audience the user consents to. */
+  resource: string[] | undefined;
 }
 
 /** Builds the client redirect for a success or an error (RFC 6749 §4.1.2; `iss` from RFC 9207 §2). */
@@ -68,7 +72,10 @@ export async function authorizeEndpoint(request: HttpRequest, context: ServerCon
   }
 
   const key = await context.csrfKey();
-  const bound = [user.id, client.client_id, redirect_uri, scope, authorization.code_challenge ?? "", state ?? ""];
+  const bound = [
+    user.id, client.client_id, redirect_uri, scope, authorization.code_challenge ?? "", state ?? "",
+    authorization.resource?.join(" ") ?? "",
+  ];
   const now = context.clock();
   const decision = form?.get("decision");
   if (decision === undefined) {
@@ -80,6 +87,10 @@ export async function authorizeEndpoint(request: HttpRequest, context: ServerCon
       action: request.target,
       csrf: await csrfToken(key, bound, now),
       redirectOrigin: redirect_uri,
+      ...(authorization.resource === undefined ? {} : { resources: authorization.resource }),
+      // A self-registered client's name proves nothing: show where its id lives and where the answer goes.
+      ...(client.origin === "document" ? { clientHost: new URL(client.client_id).host } : {}),
+      loopbackWarning: (client.origin === "document" || client.origin === "registration") && isLoopbackUri(redirect_uri),
     });
   }
   if (!(await verifyCsrfToken(key, form!.get("csrf"), bound, now))) {
@@ -118,6 +129,7 @@ async function issueCode(
     redirect_uri: authorization.redirect_uri,
     scope: authorization.scope,
     ...(authorization.code_challenge === undefined ? {} : { code_challenge: authorization.code_challenge }),
+    ...(authorization.resource === undefined ? {} : { resource: authorization.resource }),
     expires_at: now + context.codeTtl,
   });
   return code;
@@ -138,7 +150,7 @@ async function validateRequest(request: HttpRequest, context: ServerContext): Pr
   }
   const clientId = params.get("client_id");
   if (clientId === undefined) throw page("The client_id parameter is missing");
-  const client = await context.storage.getClient(clientId);
+  const client = await findClient(clientId, context);
   if (!client || !client.active) throw page("The application asking for access is not registered or is paused");
   const redirectUri = params.get("redirect_uri");
   if (redirectUri === undefined) throw page("The redirect_uri parameter is missing");
@@ -148,7 +160,7 @@ async function validateRequest(request: HttpRequest, context: ServerContext): Pr
   // Step 2: the redirect target is trusted; errors now go back to the client.
   const state = params.get("state");
   const redirect = { uri: redirectUri, state };
-  const fail = (code: "invalid_request" | "unsupported_response_type" | "invalid_scope" | "unauthorized_client", description: string) =>
+  const fail = (code: "invalid_request" | "unsupported_response_type" | "invalid_scope" | "unauthorized_client" | "invalid_target", description: string) =>
     new OAuthError(code, { description, redirect });
 
   if (repeated !== undefined) throw fail("invalid_request", `The ${printable(repeated)} parameter is repeated`);
@@ -165,6 +177,13 @@ async function validateRequest(request: HttpRequest, context: ServerContext): Pr
     throw fail("invalid_scope", (error as OAuthError).description ?? "Invalid scope");
   }
 
+  let resource: string[] | undefined;
+  try {
+    resource = requestedResource(params.get("resource"), context.resources);
+  } catch (error) {
+    throw fail("invalid_target", (error as OAuthError).description ?? "Invalid resource");
+  }
+
   const challenge = params.get("code_challenge");
   const method = params.get("code_challenge_method");
   if (challenge === undefined) {
@@ -174,5 +193,5 @@ async function validateRequest(request: HttpRequest, context: ServerContext): Pr
     if (method !== "S256") throw fail("invalid_request", "code_challenge_method must be S256");
     if (!CODE_CHALLENGE.test(challenge)) throw fail("invalid_request", "The code_challenge is malformed");
   }
-  return { client, redirect_uri: redirectUri, scope, state, code_challenge: challenge };
+  return { client, redirect_uri: redirectUri, scope, state, code_challenge: challenge, resource };
 }

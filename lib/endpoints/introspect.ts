@@ -30,8 +30,11 @@ export async function introspectEndpoint(request: HttpRequest, context: ServerCo
     scope: record.scope,
     client_id: record.client_id,
     ...(record.user_id === undefined ? {} : { sub: record.user_id }),
-    token_type: found.kind === "access_token" ? "Bearer" : "refresh_token",
+    // RFC 7662 §2.2: token_type is an access token type (RFC 6749 §7.1); a refresh token has none.
+    ...(found.kind === "access_token" ? { token_type: "Bearer" } : {}),
     exp: Math.floor(record.expires_at / 1000),
+    // RFC 7662 §2.2, RFC 8707: the audience, a string when there is one.
+    ...(record.resource === undefined ? {} : { aud: record.resource.length === 1 ? record.resource[0] : record.resource }),
     iss: context.issuer,
   });
 }

@@ -27,6 +27,8 @@ export function metadataDocument(context: ServerContext): Record<string, unknown
     revocation_endpoint_auth_methods_supported: ["client_secret_basic", "client_secret_post", "none"],
     introspection_endpoint_auth_methods_supported: ["client_secret_basic", "client_secret_post"],
     code_challenge_methods_supported: ["S256"],
+    registration_endpoint: context.registration ? context.issuer + "/register" : undefined,
+    client_id_metadata_document_supported: context.documents ? true : undefined,
     authorization_response_iss_parameter_supported: true,
   };
   for (const key of Object.keys(doc)) if (doc[key] === undefined) delete doc[key];

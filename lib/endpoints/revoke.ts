@@ -6,15 +6,17 @@
 import { authenticateClient } from "../client_auth/authenticate.ts";
 import { sha256 } from "../crypto.ts";
 import { OAuthError } from "../errors.ts";
-import { type HttpRequest, type HttpResponse, jsonResponse } from "../http.ts";
+import { type HttpRequest, type HttpResponse } from "../http.ts";
 import type { ServerContext } from "../options.ts";
 import { readPostedForm } from "./form.ts";
 import { findToken } from "./lookup.ts";
 
 /**
  * Revokes a refresh token (and with it the whole grant, as RFC 7009 §2.1 recommends) or an access token.
- * Answers 200 for tokens that are unknown, expired or another client's, so that the endpoint tells no one
- * whether a token exists (RFC 7009 §2.2).
+ * Answers 200 with an empty body (and no content type: some clients parse any JSON-labelled body) for tokens
+ * that are unknown or expired, so that the endpoint tells no one whether a token exists (RFC 7009 §2.2). A live
+ * token of another client is refused with `unauthorized_client`, as RFC 7009 §2.1 requires; only that
+ * client's own credentials get this far, so it learns nothing it could not already use.
  */
 export async function revokeEndpoint(request: HttpRequest, context: ServerContext): Promise<HttpResponse> {
   const form = await readPostedForm(request, context);
@@ -22,9 +24,10 @@ export async function revokeEndpoint(request: HttpRequest, context: ServerContex
   const token = form.get("token");
   if (token === undefined) throw new OAuthError("invalid_request", { description: "The token parameter is required" });
   const found = await findToken(sha256(token), form.get("token_type_hint"), context);
-  if (found && found.record.client_id === client.client_id) {
-    if (found.kind === "refresh_token") await context.storage.revokeGrant(found.record.grant_id);
-    else await context.storage.revokeAccessToken(found.record.hash);
+  if (found && found.record.client_id !== client.client_id) {
+    throw new OAuthError("unauthorized_client", { description: "The token was not issued to this client" });
   }
-  return { ...jsonResponse(200, {}), body: null };
+  if (found?.kind === "refresh_token") await context.storage.revokeGrant(found.record.grant_id);
+  else if (found) await context.storage.revokeAccessToken(found.record.hash);
+  return { status: 200, headers: [["cache-control", "no-store"]], body: null };
 }

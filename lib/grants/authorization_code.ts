@@ -6,6 +6,7 @@
 import { sha256 } from "../crypto.ts";
 import { OAuthError } from "../errors.ts";
 import { CODE_VERIFIER, verifyPkce } from "../pkce.ts";
+import { narrowedResource } from "../resource_indicator.ts";
 import { scopeWithin } from "../scope.ts";
 import { mintTokens } from "../tokens.ts";
 import type { ClientRecord } from "../storage/types.ts";
@@ -64,11 +65,15 @@ export const authorizationCode: Grant = {
       throw new OAuthError("invalid_scope", { description: "The scope is no longer allowed for this client" });
     }
 
+    // RFC 8707 §2.2: the token request may narrow the audience bound at authorization, never change it.
+    const resource = narrowedResource(form.get("resource"), record.resource, context.resources);
     const refresh = client.grant_types.includes("refresh_token");
     const { response, records } = mintTokens({
       client_id: client.client_id,
       user_id: record.user_id,
       scope: record.scope,
+      resource,
+      refresh_resource: record.resource,
       grant_id: record.grant_id,
       refresh_expires_at: refresh ? now + context.refreshTokenTtl : undefined,
     }, context, now);

@@ -3,6 +3,7 @@
  *
  * @module
  */
+import { requestedResource } from "../resource_indicator.ts";
 import { requestedScope } from "../scope.ts";
 import { mintTokens, newGrantId } from "../tokens.ts";
 import type { Grant } from "./types.ts";
@@ -12,12 +13,15 @@ export const clientCredentials: Grant = {
   confidentialOnly: true,
   async exchange(form, client, context) {
     const scope = requestedScope(form.get("scope"), client, context.scopePolicy);
+    // No user consents here: the client may name any configured resource (RFC 8707 §2).
+    const resource = requestedResource(form.get("resource"), context.resources);
     const now = context.clock();
     // RFC 6749 §4.4.3 says a refresh token SHOULD NOT be included; the spec lets configuration allow it.
     const refresh = client.client_credentials_refresh_token && client.grant_types.includes("refresh_token");
     const { response, records } = mintTokens({
       client_id: client.client_id,
       scope,
+      resource,
       grant_id: refresh ? newGrantId() : undefined,
       refresh_expires_at: refresh ? now + context.refreshTokenTtl : undefined,
     }, context, now);

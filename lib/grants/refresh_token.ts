@@ -5,6 +5,7 @@
  */
 import { sha256 } from "../crypto.ts";
 import { OAuthError } from "../errors.ts";
+import { narrowedResource } from "../resource_indicator.ts";
 import { refreshScope, scopeWithin } from "../scope.ts";
 import { mintTokens } from "../tokens.ts";
 import type { Grant } from "./types.ts";
@@ -25,13 +26,17 @@ export const refreshToken: Grant = {
     const record = await storage.findRefreshToken(hash, now);
     if (!record) throw invalidGrant("The refresh token is invalid, expired or revoked");
     if (record.client_id !== client.client_id) throw invalidGrant("The refresh token was issued to another client");
-    if (record.rotated_at !== undefined) {
+    // Inside the grace window the store decides whether this is the immediate predecessor's one retry.
+    const graceMs = context.refreshGraceMs;
+    if (record.rotated_at !== undefined && !(graceMs > 0 && now - record.rotated_at < graceMs)) {
       // RFC 9700 §4.14.2: reuse of a rotated refresh token means one of two parties stole it; revoke the grant.
       await storage.revokeGrant(record.grant_id);
       throw invalidGrant("The refresh token was already used");
     }
     // RFC 6749 §6: the access token's scope may narrow, never widen; with one scope per token, it may only repeat.
     const scope = refreshScope(form.get("scope"), record.scope, context.scopePolicy);
+    // A refresh keeps the grant's audience; the access token's may narrow (RFC 8707 §2.2).
+    const resource = narrowedResource(form.get("resource"), record.resource, context.resources);
     if (!scopeWithin(record.scope, client.scopes.join(" "))) {
       throw new OAuthError("invalid_scope", { description: "The scope is no longer allowed for this client" });
     }
@@ -42,11 +47,13 @@ export const refreshToken: Grant = {
       scope,
       // RFC 6749 §6: the new refresh token keeps the scope of the one it replaces.
       refresh_scope: record.scope,
+      resource,
+      refresh_resource: record.resource,
       grant_id: record.grant_id,
       // The grant's lifetime is fixed at authorization: rotation does not extend it.
       refresh_expires_at: record.expires_at,
     }, context, now);
-    if (!(await storage.rotateRefreshToken(hash, records, now))) {
+    if (!(await storage.rotateRefreshToken(hash, records, now, graceMs))) {
       await storage.revokeGrant(record.grant_id);
       throw invalidGrant("The refresh token was already used");
     }

@@ -1,0 +1,271 @@
+/**
+ * Resource-server helpers: protect an API or an MCP server with this server's access tokens, in the same
+ * process or elsewhere through introspection. Publishes RFC 9728 protected-resource metadata, answers 401 with
+ * `WWW-Authenticate: Bearer resource_metadata="…", scope="…"` (RFC 9728 §5.1, RFC 6750 §3), 403
+ * `insufficient_scope` naming the scopes needed (step-up), and checks that the token's audience (RFC 8707) names
+ * this resource exactly, so a token minted for another server is refused (confused deputy).
+ *
+ * @module
+ */
+import type { AccessTokenInfo } from "./bearer.ts";
+import { OAuthError } from "./errors.ts";
+
+/**
+ * Looks an access token up; resolves to what it grants, or null when it is unknown, expired or revoked. Throw
+ * (or reject) only when the answer cannot be known, e.g. the store or the introspection endpoint is down.
+ */
+export type TokenVerifier = (token: string) => Promise<AccessTokenInfo | null>;
+
+/** Options of {@link protectedResource}. */
+export interface ProtectedResourceOptions {
+  /** The resource identifier (RFC 8707, RFC 9728 §2): an absolute https URL (http on loopback), no fragment. */
+  resource: string;
+  /** Issuers whose tokens are accepted (`authorization_servers`). */
+  authorizationServers: string[];
+  /** How tokens are looked up: {@link localTokenVerifier} or {@link introspectionTokenVerifier}. */
+  verify: TokenVerifier;
+  /** Scopes this resource understands (`scopes_supported`); also the `scope` of a bare 401 challenge. */
+  scopesSupported?: string[];
+  /** Human-readable name (`resource_name`). */
+  resourceName?: string;
+  /** Tokens must name this resource in their audience. Default true; false accepts tokens without one. */
+  requireAudience?: boolean;
+}
+
+/** What {@link protectedResource} returns. */
+export interface ProtectedResource {
+  /** The RFC 9728 §2 metadata document. */
+  readonly metadata: Record<string, unknown>;
+  /** Where the metadata is published: `{origin}/.well-known/oauth-protected-resource{path}` (RFC 9728 §3.1). */
+  readonly metadataUrl: string;
+  /**
+   * Answers `GET` (and CORS preflights) for the metadata, at its path-variant address and at the bare
+   * `/.well-known/oauth-protected-resource`; null for any other request, so it can sit in front of a router.
+   */
+  metadataResponse(request: Request): Response | null;
+  /**
+   * Checks the request's Bearer token for `scopes` (all required). Throws `OAuthError` whose `status` and
+   * `www-authenticate` header are the answer to send; {@link ProtectedResource.protect} does that for you.
+   */
+  verify(request: Request, scopes?: string[]): Promise<AccessTokenInfo>;
+  /** Wraps a handler: it runs only for a valid token with `scopes`; every refusal is rendered as RFC 6750 §3. */
+  protect(
+    scopes: string[] | undefined,
+    handler: (request: Request, token: AccessTokenInfo) => Response | Promise<Response>,
+  ): (request: Request) => Promise<Response>;
+}
+
+const WELL_KNOWN = "/.well-known/oauth-protected-resource";
+/** `Bearer <b64token>` (RFC 6750 §2.1), the scheme case-insensitive. */
+const BEARER = /^Bearer +([A-Za-z0-9\-._~+/]+=*) *$/i;
+
+/** A quoted-string for a challenge parameter (RFC 9110 §5.6.4); our values hold no quote or backslash. */
+const quoted = (value: string) => `"${value.replace(/["\\]/g, "")}"`;
+
+/**
+ * Creates the helpers for one protected resource.
+ *
+ * @example
+ * ```ts
+ * const mcp = protectedResource({
+ *   resource: "https://mcp.example.com/mcp",
+ *   authorizationServers: [server.issuer],
+ *   verify: localTokenVerifier(server),
+ *   scopesSupported: ["notes.read"],
+ * });
+ * const handler = mcp.protect(["notes.read"], (request, token) => handleMcp(request, token));
+ * Deno.serve((request) => mcp.metadataResponse(request) ?? handler(request));
+ * ```
+ */
+export function protectedResource(options: ProtectedResourceOptions): ProtectedResource {
+  const url = checkResource(options.resource);
+  const path = url.pathname === "/" ? "" : url.pathname;
+  const metadataUrl = url.origin + WELL_KNOWN + path;
+  const metadata: Record<string, unknown> = {
+    resource: options.resource,
+    authorization_servers: [...options.authorizationServers],
+    bearer_methods_supported: ["header"],
+  };
+  if (options.scopesSupported) metadata.scopes_supported = [...options.scopesSupported];
+  if (options.resourceName !== undefined) metadata.resource_name = options.resourceName;
+  const body = JSON.stringify(metadata);
+  const requireAudience = options.requireAudience ?? true;
+
+  const challenge = (error: string | undefined, description: string | undefined, scopes: string[] | undefined) => {
+    const parts = [`resource_metadata=${quoted(metadataUrl)}`];
+    if (error !== undefined) parts.push(`error=${quoted(error)}`);
+    if (description !== undefined) parts.push(`error_description=${quoted(description)}`);
+    const scope = scopes ?? options.scopesSupported;
+    if (scope && scope.length > 0) parts.push(`scope=${quoted(scope.join(" "))}`);
+    return `Bearer ${parts.join(", ")}`;
+  };
+  const refuse = (code: "invalid_request" | "invalid_token" | "insufficient_scope", description: string, scopes?: string[]) =>
+    new OAuthError(code, { description, headers: { "www-authenticate": challenge(code, description, scopes) } });
+
+  async function verify(request: Request, scopes?: string[]): Promise<AccessTokenInfo> {
+    const authorization = request.headers.get("authorization");
+    if (authorization === null || !/^bearer(?: |$)/i.test(authorization)) {
+      // RFC 6750 §3.1: no error code when the request carried no token at all.
+      throw new OAuthError("invalid_token", {
+        description: "An access token is required",
+        headers: { "www-authenticate": challenge(undefined, undefined, scopes) },
+      });
+    }
+    const match = BEARER.exec(authorization);
+    if (!match) throw refuse("invalid_request", "The Authorization header is malformed", scopes);
+    let info: AccessTokenInfo | null;
+    try {
+      info = await options.verify(match[1]!);
+    } catch (cause) {
+      if (cause instanceof OAuthError && cause.status === 503) throw cause;
+      throw new OAuthError("temporarily_unavailable", { description: "The token could not be checked", cause });
+    }
+    if (info === null) throw refuse("invalid_token", "The access token is invalid or has expired", scopes);
+    // Exact comparison: no prefix, case folding or normalisation, so a sibling resource's token never passes.
+    if ((info.aud !== undefined || requireAudience) && !(info.aud ?? []).includes(options.resource)) {
+      throw refuse("invalid_token", "The access token was not issued for this resource", scopes);
+    }
+    const granted = info.scope.split(" ");
+    if (scopes && !scopes.every((s) => granted.includes(s))) {
+      throw refuse("insufficient_scope", "The access token does not grant the required scope", scopes);
+    }
+    return info;
+  }
+
+  return {
+    metadata,
+    metadataUrl,
+    metadataResponse(request) {
+      const { pathname } = new URL(request.url);
+      if (pathname !== WELL_KNOWN + path && pathname !== WELL_KNOWN) return null;
+      // Public metadata: any origin may read it (browser-based MCP clients discover the server this way).
+      const cors = { "access-control-allow-origin": "*" };
+      if (request.method === "OPTIONS") {
+        return new Response(null, {
+          status: 204,
+          headers: { ...cors, "access-control-allow-methods": "GET", "access-control-max-age": "86400" },
+        });
+      }
+      if (request.method !== "GET" && request.method !== "HEAD") {
+        return new Response(null, { status: 405, headers: { allow: "GET, HEAD, OPTIONS" } });
+      }
+      return new Response(request.method === "HEAD" ? null : body, {
+        headers: { ...cors, "content-type": "application/json", "cache-control": "max-age=300" },
+      });
+    },
+    verify,
+    protect(scopes, handler) {
+      return async (request) => {
+        let token: AccessTokenInfo;
+        try {
+          token = await verify(request, scopes);
+        } catch (error) {
+          return challengeResponse(error);
+        }
+        return handler(request, token);
+      };
+    },
+  };
+}
+
+/** The RFC 6750 §3 answer for a refusal; anything unexpected becomes a generic 500 without details. */
+function challengeResponse(error: unknown): Response {
+  const oauth = error instanceof OAuthError
+    ? error
+    : new OAuthError("server_error", { description: "The server could not complete the request" });
+  const headers = new Headers(oauth.headers);
+  headers.set("content-type", "application/json");
+  headers.set("cache-control", "no-store");
+  // Browser-based clients must be able to read the challenge to find the metadata.
+  headers.set("access-control-allow-origin", "*");
+  headers.set("access-control-expose-headers", "WWW-Authenticate");
+  return new Response(JSON.stringify({ error: oauth.code, error_description: oauth.description }), {
+    status: oauth.status,
+    headers,
+  });
+}
+
+function checkResource(resource: string): URL {
+  const url = checkResourceUri(resource);
+  if (url === null) {
+    throw new TypeError(`Cannot protect resource: "resource" must be an absolute https URL without fragment: "${resource}"`);
+  }
+  return url;
+}
+
+/**
+ * Parses a resource indicator (RFC 8707 §2): an absolute URI without fragment, https (or http on a loopback host,
+ * as for the issuer). Returns null for anything else.
+ */
+export function checkResourceUri(value: string): URL | null {
+  if (value.includes("#")) return null;
+  let url: URL;
+  try {
+    url = new URL(value);
+  } catch {
+    return null;
+  }
+  const loopback = url.hostname === "127.0.0.1" || url.hostname === "[::1]" || url.hostname === "localhost";
+  if (url.protocol === "https:" || (url.protocol === "http:" && loopback)) return url;
+  return null;
+}
+
+/** Options of {@link introspectionTokenVerifier}. */
+export interface IntrospectionVerifierOptions {
+  /** The authorization server's RFC 7662 endpoint. */
+  endpoint: string;
+  /** A confidential client allowed to introspect every token (reference config: `"introspection": "all"`). */
+  clientId: string;
+  clientSecret: string;
+  /** Default `globalThis.fetch`. */
+  fetch?: (request: Request) => Promise<Response>;
+  /** Milliseconds before the call is abandoned. Default 5000. */
+  timeout?: number;
+}
+
+/**
+ * A {@link TokenVerifier} for a resource server in another process: asks the authorization server's
+ * introspection endpoint (RFC 7662) with client_secret_basic. An inactive answer is null; an unreachable server
+ * or an error status throws (the guard then answers 503).
+ */
+export function introspectionTokenVerifier(options: IntrospectionVerifierOptions): TokenVerifier {
+  const doFetch = options.fetch ?? ((request: Request) => fetch(request));
+  // RFC 6749 §2.3.1: form-encode the id and secret before base64.
+  const form = (value: string) => encodeURIComponent(value).replace(/%20/g, "+");
+  const basic = btoa(`${form(options.clientId)}:${form(options.clientSecret)}`);
+  return async (token) => {
+    const response = await doFetch(new Request(options.endpoint, {
+      method: "POST",
+      headers: { authorization: `Basic ${basic}`, "content-type": "application/x-www-form-urlencoded", accept: "application/json" },
+      body: new URLSearchParams({ token, token_type_hint: "access_token" }).toString(),
+      signal: AbortSignal.timeout(options.timeout ?? 5000),
+    }));
+    if (response.status !== 200) throw new Error(`Introspection failed with status ${response.status}`);
+    const body = await response.json() as Record<string, unknown>;
+    // Only access tokens: a refresh token has no token_type (RFC 7662 §2.2), and must never open a resource.
+    if (body.active !== true || typeof body.token_type !== "string" || body.token_type.toLowerCase() !== "bearer") return null;
+    if (typeof body.client_id !== "string" || typeof body.scope !== "string" || typeof body.exp !== "number") return null;
+    const info: AccessTokenInfo = { client_id: body.client_id, scope: body.scope, exp: body.exp };
+    if (typeof body.sub === "string") info.user_id = body.sub;
+    if (typeof body.aud === "string") info.aud = [body.aud];
+    else if (Array.isArray(body.aud)) info.aud = body.aud.filter((a): a is string => typeof a === "string");
+    return info;
+  };
+}
+
+/** What {@link localTokenVerifier} needs: the server's `verifyAuthorization`. */
+export interface LocalVerifierSource {
+  verifyAuthorization(authorization: string | null): Promise<AccessTokenInfo>;
+}
+
+/** A {@link TokenVerifier} for a resource served by the authorization server's own process (and store). */
+export function localTokenVerifier(server: LocalVerifierSource): TokenVerifier {
+  return async (token) => {
+    try {
+      return await server.verifyAuthorization(`Bearer ${token}`);
+    } catch (error) {
+      if (error instanceof OAuthError && error.status < 500) return null;
+      throw error;
+    }
+  };
+}

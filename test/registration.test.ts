@@ -1,0 +1,134 @@
+// Dynamic Client Registration (RFC 7591; issue 11 item 6): off by default; 201 echoing the metadata; a secret
+// returned once and stored hashed; redirect URI rules; an initial access token; a per-address ceiling; reaping.
+import { describe, expect, test } from "vitest";
+import { ISSUER } from "./helpers.ts";
+import { codeFlow, mcpFixture, post } from "./mcp_helpers.ts";
+
+const register = (server: { fetch: (r: Request) => Promise<Response> }, body: unknown, headers: Record<string, string> = {}) =>
+  server.fetch(new Request(`${ISSUER}/register`, {
+    method: "POST",
+    headers: { "content-type": "application/json", ...headers },
+    body: typeof body === "string" ? body : JSON.stringify(body),
+  }));
+
+const PUBLIC = {
+  client_name: "MCP Inspector",
+  redirect_uris: ["http://127.0.0.1/callback"],
+  grant_types: ["authorization_code", "refresh_token"],
+  response_types: ["code"],
+  token_endpoint_auth_method: "none",
+  logo_uri: "https://inspector.example/logo.png",
+  application_type: "native",
+};
+
+test("off by default: no endpoint, nothing in the metadata", async () => {
+  const { server } = await mcpFixture();
+  expect((await register(server, PUBLIC)).status).toBe(404);
+  expect(server.metadata().registration_endpoint).toBeUndefined();
+});
+
+describe("enabled", () => {
+  test("a public client: 201 echoing its metadata; it can then run the code flow", async () => {
+    const { server, storage } = await mcpFixture({ registration: { enabled: true }, defaultScope: "read" });
+    expect(server.metadata().registration_endpoint).toBe(`${ISSUER}/register`);
+    const response = await register(server, PUBLIC);
+    expect(response.status).toBe(201);
+    expect(response.headers.get("cache-control")).toBe("no-store");
+    const body = await response.json() as Record<string, unknown>;
+    expect(body).toMatchObject({ ...PUBLIC, scope: "read write export admin" });
+    expect(body.client_secret).toBeUndefined();
+    const stored = await storage.getClient(String(body.client_id));
+    expect(stored).toMatchObject({ type: "public", origin: "registration" });
+    const flow = await codeFlow(server, { client_id: String(body.client_id), redirect_uri: "http://127.0.0.1:33333/callback", scope: "read write" });
+    expect(flow.status).toBe(200);
+    expect(flow.body.scope).toBe("read write");
+  });
+
+  test("a confidential client: the secret is in the answer once and only its hash is stored", async () => {
+    const { server, storage } = await mcpFixture({ registration: { enabled: true } });
+    const body = await (await register(server, { ...PUBLIC, token_endpoint_auth_method: "client_secret_post", scope: "read" })).json() as Record<string, string>;
+    expect(body.client_secret).toMatch(/^[A-Za-z0-9_-]{40,}$/);
+    expect(body.client_secret_expires_at).toBe(0);
+    const stored = await storage.getClient(body.client_id!);
+    expect(JSON.stringify(stored)).not.toContain(body.client_secret);
+    const refused = await post(server, "/introspect", { token: "x", client_id: body.client_id!, client_secret: "wrong-secret-xxxxxxxxxx" });
+    expect(refused.status).toBe(401);
+    const accepted = await post(server, "/introspect", { token: "x", client_id: body.client_id!, client_secret: body.client_secret! });
+    expect(accepted.status).toBe(200);
+  });
+
+  test.each([
+    ["plain http off loopback", { redirect_uris: ["http://app.example/cb"] }, "invalid_redirect_uri"],
+    ["a fragment", { redirect_uris: ["https://app.example/cb#x"] }, "invalid_redirect_uri"],
+    ["javascript:", { redirect_uris: ["javascript:alert(1)"] }, "invalid_redirect_uri"],
+    ["a scheme that is not a reverse domain", { redirect_uris: ["myapp:/cb"] }, "invalid_redirect_uri"],
+    ["no redirect URI for the code flow", { redirect_uris: [] }, "invalid_redirect_uri"],
+    ["an unknown auth method", { token_endpoint_auth_method: "private_key_jwt" }, "invalid_client_metadata"],
+    ["an unknown grant", { grant_types: ["password"] }, "invalid_client_metadata"],
+    ["client_credentials without a secret", { grant_types: ["client_credentials"], response_types: [] }, "invalid_client_metadata"],
+    ["an unknown scope", { scope: "read root" }, "invalid_client_metadata"],
+    ["a logo over http", { logo_uri: "http://inspector.example/logo.png" }, "invalid_client_metadata"],
+  ])("refuses %s", async (_, change, error) => {
+    const { server } = await mcpFixture({ registration: { enabled: true } });
+    const response = await register(server, { ...PUBLIC, ...change });
+    expect(response.status).toBe(400);
+    expect((await response.json() as { error: string }).error).toBe(error);
+  });
+
+  test("accepts https, loopback and private-use scheme redirect URIs", async () => {
+    const { server } = await mcpFixture({ registration: { enabled: true } });
+    const uris = ["https://app.example/cb", "http://[::1]:8080/cb", "http://localhost/cb", "com.example.app:/oauth"];
+    expect((await register(server, { ...PUBLIC, redirect_uris: uris })).status).toBe(201);
+  });
+
+  test("bad JSON or the wrong content type is invalid_client_metadata", async () => {
+    const { server } = await mcpFixture({ registration: { enabled: true } });
+    expect((await (await register(server, "{")).json() as { error: string }).error).toBe("invalid_client_metadata");
+    const form = await server.fetch(new Request(`${ISSUER}/register`, { method: "POST", body: new URLSearchParams({ a: "b" }) }));
+    expect(form.status).toBe(400);
+  });
+
+  test("with an initial access token, registering needs it", async () => {
+    const token = "initial-access-token-0123456789";
+    const { server } = await mcpFixture({ registration: { enabled: true, initialAccessToken: token } });
+    expect((await register(server, PUBLIC)).status).toBe(401);
+    expect((await register(server, PUBLIC, { authorization: "Bearer wrong-token-0123456789" })).status).toBe(401);
+    expect((await register(server, PUBLIC, { authorization: `Bearer ${token}` })).status).toBe(201);
+  });
+
+  test("a per-address ceiling: past it, 429 with Retry-After", async () => {
+    const { server } = await mcpFixture({ registration: { enabled: true, maxPerHour: 3 } });
+    const statuses: number[] = [];
+    for (let i = 0; i < 5; i++) statuses.push((await register(server, PUBLIC)).status);
+    expect(statuses.slice(0, 3)).toEqual([201, 201, 201]);
+    const blocked = await register(server, PUBLIC);
+    expect(blocked.status).toBe(429);
+    expect(Number(blocked.headers.get("retry-after"))).toBeGreaterThan(0);
+  });
+
+  test("registered clients unused for the configured days are removed, with their tokens", async () => {
+    const { server, clock, storage } = await mcpFixture({ registration: { enabled: true, removeUnusedAfterDays: 2 } });
+    const idle = await (await register(server, PUBLIC)).json() as { client_id: string };
+    const used = await (await register(server, PUBLIC)).json() as { client_id: string };
+    clock.advance(36 * 3600);
+    const flow = await codeFlow(server, { client_id: used.client_id, redirect_uri: "http://127.0.0.1:4000/callback", scope: "read" });
+    expect(flow.status).toBe(200);
+    clock.advance(36 * 3600);
+    await register(server, PUBLIC); // reaping runs on a registration, at most hourly
+    expect(await storage.getClient(idle.client_id)).toBeNull();
+    expect(await storage.getClient(used.client_id)).not.toBeNull();
+    expect(await storage.getClient("cli")).not.toBeNull(); // configured clients are never reaped
+  });
+});
+
+test("client_name and logo_uri are escaped on the consent page", async () => {
+  const { server } = await mcpFixture({ registration: { enabled: true } });
+  const body = await (await register(server, { ...PUBLIC, client_name: `"><script>alert(1)</script>` })).json() as { client_id: string };
+  const page = await server.fetch(new Request(`${ISSUER}/authorize?${new URLSearchParams({
+    response_type: "code", client_id: body.client_id, redirect_uri: "http://127.0.0.1:9/callback", scope: "read",
+    code_challenge: "x".repeat(43), code_challenge_method: "S256",
+  })}`));
+  const html = await page.text();
+  expect(html).not.toContain("<script>");
+  expect(html).toContain("&lt;script&gt;");
+});

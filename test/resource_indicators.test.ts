@@ -1,0 +1,82 @@
+// Resource indicators (RFC 8707; issue 11 item 3): bound at /authorize, only narrowed by the token request and
+// refresh, and reported as `aud` by introspection and the Bearer guard.
+import { describe, expect, test } from "vitest";
+import { errorOf, fixture, SECRETS } from "./helpers.ts";
+import { codeFlow, MCP, mcpFixture, OTHER_RESOURCE, post, redirectError } from "./mcp_helpers.ts";
+
+const basic = (id: string, secret: string) => ({ authorization: `Basic ${btoa(`${id}:${secret}`)}` });
+
+describe("at the authorization endpoint", () => {
+  test.each([
+    ["relative", "/mcp"],
+    ["with a fragment", `${MCP}#x`],
+    ["plain http off loopback", "http://mcp.example.com/mcp"],
+    ["not configured", "https://evil.example/mcp"],
+    ["configured but spelled differently", MCP + "/"],
+    ["configured but in another case", MCP.toUpperCase()],
+  ])("a resource %s is invalid_target, sent back to the client", async (_, resource) => {
+    const { server } = await mcpFixture();
+    const { authorize } = await codeFlow(server, { resource });
+    expect(redirectError(authorize)).toBe("invalid_target");
+  });
+
+  test("without configured resources the parameter is ignored (RFC 8707 off)", async () => {
+    const f = await fixture({ profile: "rfc6749" });
+    await f.server.clients.register({ client_id: "cli", name: "CLI", type: "public", redirect_uris: ["http://127.0.0.1/callback"], scopes: ["read"] });
+    const { status, body } = await codeFlow(f.server, { resource: "https://anything.example/" });
+    expect(status).toBe(200);
+    expect((await f.server.verifyAuthorization(`Bearer ${body.access_token}`)).aud).toBeUndefined();
+  });
+});
+
+describe("bound to the code and the grant", () => {
+  test("the token carries the audience; the guard and introspection report it", async () => {
+    const { server } = await mcpFixture();
+    const { status, body } = await codeFlow(server, { resource: MCP });
+    expect(status).toBe(200);
+    expect((await server.verifyAuthorization(`Bearer ${body.access_token}`)).aud).toEqual([MCP]);
+  });
+
+  test("the token request may repeat the bound resource, never name another", async () => {
+    const { server } = await mcpFixture();
+    expect((await codeFlow(server, { resource: MCP }, { resource: MCP })).status).toBe(200);
+    const other = await codeFlow(server, { resource: MCP }, { resource: OTHER_RESOURCE });
+    expect(other.status).toBe(400);
+    expect(other.body.error).toBe("invalid_target");
+  });
+
+  test("a code bound to no resource cannot be given one at the token endpoint", async () => {
+    const { server } = await mcpFixture();
+    const result = await codeFlow(server, {}, { resource: MCP });
+    expect(result.body.error).toBe("invalid_target");
+  });
+
+  test("a refresh keeps the audience and may not change it", async () => {
+    const { server } = await mcpFixture();
+    const { body } = await codeFlow(server, { resource: MCP });
+    const refreshed = await post(server, "/token", { grant_type: "refresh_token", client_id: "cli", refresh_token: String(body.refresh_token) });
+    const next = await refreshed.json() as Record<string, string>;
+    expect(refreshed.status).toBe(200);
+    expect((await server.verifyAuthorization(`Bearer ${next.access_token}`)).aud).toEqual([MCP]);
+    const widened = await post(server, "/token", { grant_type: "refresh_token", client_id: "cli", refresh_token: next.refresh_token!, resource: OTHER_RESOURCE });
+    expect((await errorOf(widened)).error).toBe("invalid_target");
+    const same = await post(server, "/token", { grant_type: "refresh_token", client_id: "cli", refresh_token: next.refresh_token!, resource: MCP });
+    expect(same.status).toBe(200);
+  });
+
+  test("client_credentials may name a configured resource, and nothing else", async () => {
+    const { server } = await mcpFixture();
+    const ok = await post(server, "/token", { grant_type: "client_credentials", scope: "export", resource: OTHER_RESOURCE }, basic("backend", SECRETS.backend));
+    const token = await ok.json() as Record<string, string>;
+    expect((await server.verifyAuthorization(`Bearer ${token.access_token}`)).aud).toEqual([OTHER_RESOURCE]);
+    const introspection = await post(server, "/introspect", { token: token.access_token! }, basic("backend", SECRETS.backend));
+    expect(await introspection.json()).toMatchObject({ active: true, aud: OTHER_RESOURCE, token_type: "Bearer" });
+    const bad = await post(server, "/token", { grant_type: "client_credentials", scope: "export", resource: "https://evil.example/" }, basic("backend", SECRETS.backend));
+    expect((await errorOf(bad)).error).toBe("invalid_target");
+  });
+
+  test("bad configured resources are refused at start", async () => {
+    await expect(mcpFixture({ resources: ["http://mcp.example.com/"] })).rejects.toThrow(/resources/);
+    await expect(mcpFixture({ resources: ["https://mcp.example.com/#x"] })).rejects.toThrow(/resources/);
+  });
+});
