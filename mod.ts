@@ -29,6 +29,21 @@ export type {
 export { ConfigurationError, ERROR_STATUS, OAuthError, type OAuthErrorCode, type OAuthErrorOptions } from "./lib/errors.ts";
 export type { ClientRegistration, ClientRegistry, RegisteredClient } from "./lib/clients.ts";
 export type { AccessTokenInfo } from "./lib/bearer.ts";
+export type { ProfileParts, Profile } from "./lib/options.ts";
+export type { ScopePolicy } from "./lib/scope.ts";
+export type { CorsOrigins } from "./lib/cors.ts";
+export type { ClientMetadataDocumentOptions } from "./lib/client_metadata_document.ts";
+export type { RegistrationOptions } from "./lib/registration.ts";
+export {
+  introspectionTokenVerifier,
+  type IntrospectionVerifierOptions,
+  localTokenVerifier,
+  type LocalVerifierSource,
+  type ProtectedResource,
+  protectedResource,
+  type ProtectedResourceOptions,
+  type TokenVerifier,
+} from "./lib/resource_server.ts";
 export type { TokenResponse } from "./lib/tokens.ts";
 export { passwordLogin, type PasswordLoginOptions } from "./lib/consent/login.ts";
 export { MemoryStorage, memoryStorage, type MemoryStorageOptions } from "./lib/storage/memory.ts";

@@ -9,7 +9,7 @@ import { passwordLogin } from "../consent/login.ts";
 import { base64url, timingSafeEqual } from "../crypto.ts";
 import { OAuthError } from "../errors.ts";
 import { type HttpRequest, type HttpResponse, fromRequest, jsonResponse, pathOf, toResponse } from "../http.ts";
-import type { EndUser } from "../options.ts";
+import type { AuthorizationServerOptions, EndUser } from "../options.ts";
 import { errorResponse } from "../router.ts";
 import { type AuthorizationServer, createAuthorizationServer } from "../server.ts";
 import type { Storage } from "../storage/types.ts";
@@ -59,6 +59,7 @@ export async function createReferenceApp(options: ReferenceAppOptions): Promise<
     // The spec's addresses always; its one-scope rule unless the config asks for several.
     profile: { specAddresses: true, scopePolicy: config.scope_policy ?? "single" },
     ...(config.default_scope === undefined ? {} : { defaultScope: config.default_scope }),
+    ...mcpOptions(config),
     ...(options.storage ? { storage: options.storage } : {}),
     ...(options.onError ? { onError: options.onError } : {}),
     authenticateUser: passwordLogin({
@@ -78,6 +79,7 @@ export async function createReferenceApp(options: ReferenceAppOptions): Promise<
       grant_types: c.grant_types,
       client_credentials_refresh_token: c.client_credentials_refresh_token === true,
       ...(c.default_scope === undefined ? {} : { default_scope: c.default_scope }),
+      ...(c.introspection === undefined ? {} : { introspection: c.introspection }),
     });
   }
 
@@ -105,6 +107,32 @@ export async function createReferenceApp(options: ReferenceAppOptions): Promise<
   });
   const handle = (request: HttpRequest): Promise<HttpResponse> => observed(request);
   return { server, handle, fetch: async (request) => toResponse(await handle(fromRequest(request))) };
+}
+
+/** The config file's keys for MCP, native and browser clients, as library options. */
+function mcpOptions(config: ReferenceConfig): Partial<AuthorizationServerOptions> {
+  const options: Partial<AuthorizationServerOptions> = {};
+  if (config.resources !== undefined) options.resources = config.resources;
+  if (config.refresh_grace_seconds !== undefined) options.refreshGraceSeconds = config.refresh_grace_seconds;
+  const documents = config.client_metadata_documents;
+  if (documents !== undefined) {
+    options.clientMetadataDocuments = {
+      enabled: documents.enabled === true,
+      ...(documents.allow_origins === undefined ? {} : { allowOrigins: documents.allow_origins }),
+    };
+  }
+  const registration = config.registration;
+  if (registration !== undefined) {
+    options.registration = {
+      enabled: registration.enabled === true,
+      ...(registration.initial_access_token === undefined ? {} : { initialAccessToken: registration.initial_access_token }),
+      ...(registration.remove_unused_after_days === undefined ? {} : { removeUnusedAfterDays: registration.remove_unused_after_days }),
+    };
+  }
+  // Absent: any origin. `["*"]` says the same explicitly.
+  const origins = config.cors?.origins;
+  if (origins !== undefined) options.cors = { origins: origins.includes("*") ? "*" : origins };
+  return options;
 }
 
 function landing(server: AuthorizationServer): HttpResponse {

@@ -83,7 +83,7 @@ export const CONFIG_FILE: Field = {
       description: "Client ID Metadata Documents: https URLs as client_id.",
       fields: {
         enabled: bool("Accept client ID metadata documents."),
-        allow_origins: strings("Only documents from these origins; default any public https origin."),
+        allow_origins: strings('Origins exempt from the https and private-host rules, e.g. "http://127.0.0.1:8123" in tests.'),
       },
     },
     registration: {
