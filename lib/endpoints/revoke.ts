@@ -6,7 +6,7 @@
 import { authenticateClient } from "../client_auth/authenticate.ts";
 import { sha256 } from "../crypto.ts";
 import { OAuthError } from "../errors.ts";
-import { type HttpRequest, type HttpResponse } from "../http.ts";
+import type { HttpRequest, HttpResponse } from "../http.ts";
 import type { ServerContext } from "../options.ts";
 import { readPostedForm } from "./form.ts";
 import { findToken } from "./lookup.ts";
