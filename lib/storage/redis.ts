@@ -1,0 +1,216 @@
+/**
+ * The Redis store: every verb is one Lua script run through an injected `eval`, so each is atomic and the
+ * library names no driver. Each driver fits in one line (see the README, "Storage"):
+ * ```ts
+ * redisStorage({ eval: (s, k, a) => redis.eval(s, k.length, ...k, ...a) })                 // ioredis
+ * redisStorage({ eval: (s, k, a) => client.eval(s, { keys: k, arguments: a }) })            // node-redis
+ * redisStorage({ eval: (s, k, a) => redis.send("EVAL", [s, String(k.length), ...k, ...a]) }) // Bun.redis
+ * ```
+ * Expiring records carry TTLs, so expired data goes away by itself and `purgeExpired` has nothing to do.
+ * Redis is durable only with persistence (AOF) turned on. Not for Redis Cluster: scripts touch keys they
+ * derive from records (a grant's tokens), which must live on one node.
+ *
+ * @module
+ */
+import { OAuthError } from "../errors.ts";
+import { type ScriptName, SCRIPTS } from "./redis_scripts.ts";
+import type {
+  AccessTokenRecord,
+  ClientRecord,
+  CodeRecord,
+  GrantRecord,
+  IssuedTokens,
+  RefreshTokenRecord,
+  Storage,
+} from "./types.ts";
+
+/** Runs a Lua script (`EVAL script numkeys ...keys ...args`) and resolves to its reply. */
+export interface RedisExecutor {
+  eval(script: string, keys: string[], args: string[]): Promise<unknown>;
+}
+
+/** Options of {@link redisStorage}. */
+export interface RedisStorageOptions extends RedisExecutor {
+  /** Prefix of every key, so that several servers (or other data) can share one database. Default `oauth:`. */
+  prefix?: string;
+  /** Milliseconds since the epoch: TTLs are measured on it. Default `Date.now`. */
+  clock?: () => number;
+}
+
+/**
+ * Creates a store on Redis.
+ *
+ * @example
+ * ```ts
+ * import Redis from "ioredis";
+ * const redis = new Redis(process.env.REDIS_URL);
+ * const storage = redisStorage({ eval: (s, k, a) => redis.eval(s, k.length, ...k, ...a) as Promise<unknown> });
+ * ```
+ */
+export function redisStorage(options: RedisStorageOptions): RedisStorage {
+  return new RedisStorage(options);
+}
+
+type Reply = unknown;
+const str = (value: Reply): string | undefined => (value === null || value === undefined ? undefined : String(value));
+const list = (value: Reply): Reply[] => (Array.isArray(value) ? value : []);
+
+function client(reply: Reply): ClientRecord | null {
+  const [json, active, lastUsed] = list(reply).map(str);
+  if (json === undefined) return null;
+  const record = JSON.parse(json) as ClientRecord;
+  record.active = active === "1";
+  if (lastUsed !== undefined) record.last_used_at = Number(lastUsed);
+  return record;
+}
+
+/** Arguments for `store_tokens` in the scripts: the access token, then "1" and the refresh token, or "0". */
+function tokenArgs(tokens: IssuedTokens): string[] {
+  const { access, refresh } = tokens;
+  const args = [access.hash, JSON.stringify(access), String(access.expires_at), access.grant_id ?? "", access.client_id];
+  if (!refresh) return [...args, "0"];
+  return [
+    ...args, "1", refresh.hash, JSON.stringify(refresh), String(refresh.expires_at), refresh.grant_id, refresh.client_id,
+    grantJson(refresh.grant_id, refresh.client_id, refresh.user_id, refresh.scope, refresh.resource), refresh.user_id ?? "",
+  ];
+}
+
+/** What a grant record keeps from its first code or refresh token. */
+function grantJson(grant: string, clientId: string, user: string | undefined, scope: string, resource: string[] | undefined): string {
+  const record: Partial<GrantRecord> = { grant_id: grant, client_id: clientId, scope };
+  if (user !== undefined) record.user_id = user;
+  if (resource !== undefined) record.resource = resource;
+  return JSON.stringify(record);
+}
+
+/** The {@link Storage} on Redis; see the module documentation. */
+export class RedisStorage implements Storage {
+  private readonly executor: RedisExecutor;
+  private readonly prefix: string;
+  private readonly clock: () => number;
+
+  constructor(options: RedisStorageOptions) {
+    this.executor = { eval: options.eval };
+    this.prefix = options.prefix ?? "oauth:";
+    this.clock = options.clock ?? Date.now;
+  }
+
+  /** Runs a verb's script; a driver error becomes 503 `temporarily_unavailable`. */
+  private async run(name: ScriptName, now: number | undefined, args: string[]): Promise<Reply> {
+    try {
+      return await this.executor.eval(SCRIPTS[name], [], [this.prefix, now === undefined ? "" : String(now), String(this.clock()), ...args]);
+    } catch (error) {
+      throw new OAuthError("temporarily_unavailable", {
+        description: "The service is temporarily unavailable",
+        headers: { "retry-after": "1" },
+        cause: error,
+      });
+    }
+  }
+
+  async getClient(clientId: string): Promise<ClientRecord | null> {
+    return client(await this.run("getClient", undefined, [clientId]));
+  }
+
+  async saveClient(record: ClientRecord): Promise<void> {
+    const { active, last_used_at, ...rest } = record;
+    await this.run("saveClient", undefined, [record.client_id, JSON.stringify(rest), active ? "1" : "0", last_used_at === undefined ? "" : String(last_used_at)]);
+  }
+
+  async setClientActive(clientId: string, active: boolean): Promise<ClientRecord | null> {
+    return client(await this.run("setClientActive", undefined, [clientId, active ? "1" : "0"]));
+  }
+
+  async listClients(): Promise<ClientRecord[]> {
+    return list(await this.run("listClients", undefined, [])).flatMap((reply) => client(reply) ?? []);
+  }
+
+  async deleteClient(clientId: string): Promise<boolean> {
+    const [, existed] = list(await this.run("revokeClientGrants", undefined, [clientId, "1"]));
+    return Number(existed) > 0;
+  }
+
+  async revokeClientGrants(clientId: string): Promise<number> {
+    const [count] = list(await this.run("revokeClientGrants", undefined, [clientId, "0"]));
+    return Number(count);
+  }
+
+  async saveCode(code: CodeRecord, limit?: number): Promise<void> {
+    await this.run("saveCode", undefined, [
+      code.hash, JSON.stringify({ ...code, redeemed_at: undefined }), String(code.expires_at), code.grant_id, code.client_id,
+      code.user_id, grantJson(code.grant_id, code.client_id, code.user_id, code.scope, code.resource),
+      limit === undefined ? "" : String(Math.max(0, Math.trunc(limit))),
+    ]);
+  }
+
+  async findCode(hash: string, now: number): Promise<CodeRecord | null> {
+    const [json, redeemed] = list(await this.run("findCode", now, [hash])).map(str);
+    if (json === undefined) return null;
+    const code = JSON.parse(json) as CodeRecord;
+    if (redeemed !== undefined) code.redeemed_at = Number(redeemed);
+    return code;
+  }
+
+  async redeemCode(hash: string, tokens: IssuedTokens, now: number): Promise<CodeRecord | null> {
+    const json = str(await this.run("redeemCode", now, [hash, ...tokenArgs(tokens)]));
+    return json === undefined ? null : (JSON.parse(json) as CodeRecord);
+  }
+
+  async saveTokens(tokens: IssuedTokens, now: number): Promise<void> {
+    await this.run("saveTokens", now, tokenArgs(tokens));
+  }
+
+  async findAccessToken(hash: string, now: number): Promise<AccessTokenRecord | null> {
+    const json = str(await this.run("findAccessToken", now, [hash]));
+    return json === undefined ? null : (JSON.parse(json) as AccessTokenRecord);
+  }
+
+  async findRefreshToken(hash: string, now: number): Promise<RefreshTokenRecord | null> {
+    return refresh(await this.run("findRefreshToken", now, [hash]));
+  }
+
+  async rotateRefreshToken(hash: string, next: IssuedTokens, now: number, graceMs = 0): Promise<RefreshTokenRecord | null> {
+    return refresh(await this.run("rotateRefreshToken", now, [hash, String(graceMs), ...tokenArgs(next)]));
+  }
+
+  async revokeGrant(grantId: string): Promise<void> {
+    await this.run("revokeGrant", undefined, [grantId]);
+  }
+
+  async revokeAccessToken(hash: string): Promise<void> {
+    await this.run("revokeAccessToken", undefined, [hash]);
+  }
+
+  async listGrants(userId: string, now: number): Promise<GrantRecord[]> {
+    return list(await this.run("listGrants", now, [userId])).map((reply) => {
+      const [json, created, lastUsed, expires] = list(reply).map(str);
+      return { ...(JSON.parse(json!) as GrantRecord), created_at: Number(created), last_used_at: Number(lastUsed), expires_at: Number(expires) };
+    });
+  }
+
+  async markOnce(key: string, expiresAt: number, now: number): Promise<boolean> {
+    return Number(await this.run("markOnce", now, [key, String(expiresAt)])) === 1;
+  }
+
+  async isMarked(key: string, now: number): Promise<boolean> {
+    return Number(await this.run("isMarked", now, [key])) === 1;
+  }
+
+  async initSetting(name: string, value: string): Promise<string> {
+    return String(await this.run("initSetting", undefined, [name, value]));
+  }
+
+  /** Nothing to do: every expiring key carries a TTL, and Redis drops it by itself. */
+  purgeExpired(_now: number): Promise<number> {
+    return Promise.resolve(0);
+  }
+}
+
+function refresh(reply: Reply): RefreshTokenRecord | null {
+  const [json, rotated, replacedBy] = list(reply).map(str);
+  if (json === undefined) return null;
+  const token = JSON.parse(json) as RefreshTokenRecord;
+  if (rotated !== undefined) token.rotated_at = Number(rotated);
+  if (replacedBy !== undefined) token.replaced_by = replacedBy;
+  return token;
+}

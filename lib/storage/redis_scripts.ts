@@ -1,0 +1,273 @@
+/**
+ * The Lua scripts of the Redis store: one per verb, so that each verb is atomic (Redis runs a script to the
+ * end before any other command). Every script starts with {@link PRELUDE}, which reads the common arguments.
+ *
+ * Layout, under the prefix P (default `oauth:`); every hash keeps the full record as JSON in field `r`, plus
+ * the fields scripts test:
+ * - `P client:ID` {r, a active, l last_used_at}; `P clients` the set of client ids. No TTL: clients stay.
+ * - `P code:HASH` {r, e expires, d redeemed_at, g grant, c client, u user, G grant JSON}.
+ * - `P at:HASH` {r, e, g, c}; `P rt:HASH` {r, e, g, c, t rotated_at, n replaced_by, G grant JSON}.
+ * - `P grant:ID` {r, c, u, k created_at, l last_used_at, e expires, x revoked}; a revoked grant is a tombstone.
+ * - Indexes, sorted sets scored by expiry and pruned as they grow: `P grant:ID:m` (member keys),
+ *   `P user:ID:grants`, `P client:ID:grants`, `P client:ID:keys` (every code and token key of the client),
+ *   `P owner:CLIENT:USER` (unredeemed codes of one consent).
+ * - `P once:KEY` (expiry), `P setting:NAME` (value, no TTL).
+ *
+ * Every key that holds an expiring record gets a TTL of its remaining life plus one minute (SLACK), measured
+ * on the store's clock; expiry itself is judged by the `now` each verb is given, so the TTL only makes expired
+ * data go away by itself.
+ *
+ * @module
+ */
+
+/** ARGV[1] prefix, ARGV[2] now (or ""), ARGV[3] the store's clock; helpers shared by the scripts. */
+const PRELUDE = `
+local P, NOW, CLOCK = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3])
+local SLACK = 60000
+local function px(expires)
+  local t = tonumber(expires) - CLOCK
+  if t < 0 then t = 0 end
+  return math.floor(t + SLACK)
+end
+local function extend(key, expires)
+  local want = px(expires)
+  if redis.call('PTTL', key) < want then redis.call('PEXPIRE', key, want) end
+end
+local function index(zkey, member, expires)
+  redis.call('ZADD', zkey, expires, member)
+  if NOW then redis.call('ZREMRANGEBYSCORE', zkey, '-inf', '(' .. (math.min(NOW, CLOCK) - SLACK)) end
+  extend(zkey, expires)
+end
+local function revoked(grant)
+  return grant ~= nil and grant ~= '' and grant ~= false and redis.call('HGET', P .. 'grant:' .. grant, 'x') == '1'
+end
+local function touch(client)
+  local key = P .. 'client:' .. client
+  if redis.call('EXISTS', key) == 0 then return end
+  local last = tonumber(redis.call('HGET', key, 'l'))
+  if not last or NOW - last >= 60000 then redis.call('HSET', key, 'l', NOW) end
+end
+-- Creates or refreshes a live grant; false when it is revoked (a tombstone refuses every write).
+local function upsert_grant(id, json, client, user, expires)
+  local key = P .. 'grant:' .. id
+  if redis.call('HGET', key, 'x') == '1' then return false end
+  if redis.call('HEXISTS', key, 'k') == 0 then
+    redis.call('HSET', key, 'r', json, 'c', client, 'u', user, 'k', NOW, 'e', expires)
+  elseif tonumber(redis.call('HGET', key, 'e')) < tonumber(expires) then
+    redis.call('HSET', key, 'e', expires)
+  end
+  redis.call('HSET', key, 'l', NOW)
+  extend(key, redis.call('HGET', key, 'e'))
+  if user ~= '' then index(P .. 'user:' .. user .. ':grants', id, expires) end
+  index(P .. 'client:' .. client .. ':grants', id, expires)
+  return true
+end
+local function remember(key, grant, client, expires)
+  if grant ~= '' then index(P .. 'grant:' .. grant .. ':m', key, expires) end
+  index(P .. 'client:' .. client .. ':keys', key, expires)
+end
+-- Issued tokens from ARGV[i..]: access hash, json, expires, grant, client; then "1" and the refresh token's
+-- hash, json, expires, grant, client, grant json, user (or ""), or "0" and nothing.
+local function store_tokens(i)
+  local grant = ARGV[i + 3]
+  if revoked(grant) then return false end
+  local at = P .. 'at:' .. ARGV[i]
+  redis.call('HSET', at, 'r', ARGV[i + 1], 'e', ARGV[i + 2], 'g', grant, 'c', ARGV[i + 4])
+  redis.call('PEXPIRE', at, px(ARGV[i + 2]))
+  remember(at, grant, ARGV[i + 4], ARGV[i + 2])
+  if ARGV[i + 5] == '1' then
+    local rt = P .. 'rt:' .. ARGV[i + 6]
+    redis.call('HSET', rt, 'r', ARGV[i + 7], 'e', ARGV[i + 8], 'g', ARGV[i + 9], 'c', ARGV[i + 10], 'G', ARGV[i + 11],
+      'u', ARGV[i + 12])
+    redis.call('PEXPIRE', rt, px(ARGV[i + 8]))
+    remember(rt, ARGV[i + 9], ARGV[i + 10], ARGV[i + 8])
+  end
+  touch(ARGV[i + 4])
+  return true
+end
+local function tokens_expiry(i)
+  local e = tonumber(ARGV[i + 2])
+  if ARGV[i + 5] == '1' and tonumber(ARGV[i + 8]) > e then e = tonumber(ARGV[i + 8]) end
+  return e
+end
+`;
+
+const script = (body: string): string => PRELUDE + body;
+
+/** The scripts, by verb. The tokens of a verb always start at ARGV[TOKENS] (see `store_tokens`). */
+export const SCRIPTS = {
+  getClient: script(`
+return redis.call('HMGET', P .. 'client:' .. ARGV[4], 'r', 'a', 'l')`),
+
+  saveClient: script(`
+local key = P .. 'client:' .. ARGV[4]
+redis.call('DEL', key)
+redis.call('HSET', key, 'r', ARGV[5], 'a', ARGV[6])
+if ARGV[7] ~= '' then redis.call('HSET', key, 'l', ARGV[7]) end
+redis.call('SADD', P .. 'clients', ARGV[4])
+return 1`),
+
+  setClientActive: script(`
+local key = P .. 'client:' .. ARGV[4]
+if redis.call('EXISTS', key) == 0 then return nil end
+redis.call('HSET', key, 'a', ARGV[5])
+return redis.call('HMGET', key, 'r', 'a', 'l')`),
+
+  listClients: script(`
+local out = {}
+for _, id in ipairs(redis.call('SMEMBERS', P .. 'clients')) do
+  local v = redis.call('HMGET', P .. 'client:' .. id, 'r', 'a', 'l')
+  if v[1] then table.insert(out, v) end
+end
+return out`),
+
+  /** ARGV[4] client id, ARGV[5] "1" to delete the client too. Returns {live grants revoked, existed}. */
+  revokeClientGrants: script(`
+local id = ARGV[4]
+local count = 0
+local grants = P .. 'client:' .. id .. ':grants'
+for _, g in ipairs(redis.call('ZRANGE', grants, 0, -1)) do
+  local key = P .. 'grant:' .. g
+  local v = redis.call('HMGET', key, 'x', 'k', 'e')
+  if v[1] ~= '1' then
+    if v[2] and v[3] and tonumber(v[3]) > CLOCK then count = count + 1 end
+    redis.call('HSET', key, 'x', '1')
+    if redis.call('PTTL', key) < 3600000 then redis.call('PEXPIRE', key, 3600000) end
+    for _, m in ipairs(redis.call('ZRANGE', key .. ':m', 0, -1)) do redis.call('DEL', m) end
+    redis.call('DEL', key .. ':m')
+  end
+end
+redis.call('DEL', grants)
+for _, m in ipairs(redis.call('ZRANGE', P .. 'client:' .. id .. ':keys', 0, -1)) do redis.call('DEL', m) end
+redis.call('DEL', P .. 'client:' .. id .. ':keys')
+local existed = 0
+if ARGV[5] == '1' then
+  existed = redis.call('DEL', P .. 'client:' .. id)
+  redis.call('SREM', P .. 'clients', id)
+end
+return {count, existed}`),
+
+  /** ARGV[4..] hash, json, expires, grant, client, user, grant json, limit (or ""). */
+  saveCode: script(`
+local hash, grant, client, user = ARGV[4], ARGV[7], ARGV[8], ARGV[9]
+if revoked(grant) then return 0 end
+local key = P .. 'code:' .. hash
+redis.call('HSET', key, 'r', ARGV[5], 'e', ARGV[6], 'g', grant, 'c', client, 'u', user, 'G', ARGV[10])
+redis.call('PEXPIRE', key, px(ARGV[6]))
+remember(key, grant, client, ARGV[6])
+local owner = P .. 'owner:' .. client .. ':' .. user
+redis.call('ZADD', owner, ARGV[6], hash)
+extend(owner, ARGV[6])
+local limit = tonumber(ARGV[11])
+if limit then
+  -- Caps the codes one consent can mint: drop the earliest-expiring others until \`limit\` remain.
+  local excess = redis.call('ZCARD', owner) - limit
+  if excess > 0 then
+    for _, h in ipairs(redis.call('ZRANGE', owner, 0, -1)) do
+      if excess <= 0 then break end
+      if h ~= hash then
+        redis.call('DEL', P .. 'code:' .. h)
+        redis.call('ZREM', owner, h)
+        excess = excess - 1
+      end
+    end
+  end
+end
+return 1`),
+
+  findCode: script(`
+local v = redis.call('HMGET', P .. 'code:' .. ARGV[4], 'r', 'e', 'd')
+if not v[1] or tonumber(v[2]) <= NOW then return nil end
+return {v[1], v[3]}`),
+
+  /** ARGV[4] code hash, tokens from ARGV[5]. */
+  redeemCode: script(`
+local key = P .. 'code:' .. ARGV[4]
+local v = redis.call('HMGET', key, 'r', 'e', 'd', 'g', 'c', 'u', 'G')
+if not v[1] or tonumber(v[2]) <= NOW or v[3] then return nil end
+if not upsert_grant(v[4], v[7], v[5], v[6], tokens_expiry(5)) then return nil end
+redis.call('HSET', key, 'd', NOW)
+redis.call('ZREM', P .. 'owner:' .. v[5] .. ':' .. v[6], ARGV[4])
+store_tokens(5)
+return v[1]`),
+
+  /** Tokens from ARGV[4]. */
+  saveTokens: script(`
+if ARGV[9] == '1' then
+  if not upsert_grant(ARGV[13], ARGV[15], ARGV[14], ARGV[16], tokens_expiry(4)) then return 0 end
+end
+if store_tokens(4) then return 1 end
+return 0`),
+
+  findAccessToken: script(`
+local v = redis.call('HMGET', P .. 'at:' .. ARGV[4], 'r', 'e', 'g')
+if not v[1] or tonumber(v[2]) <= NOW or revoked(v[3]) then return nil end
+return v[1]`),
+
+  findRefreshToken: script(`
+local v = redis.call('HMGET', P .. 'rt:' .. ARGV[4], 'r', 'e', 'g', 't', 'n')
+if not v[1] or tonumber(v[2]) <= NOW or revoked(v[3]) then return nil end
+return {v[1], v[4], v[5]}`),
+
+  /** ARGV[4] hash, ARGV[5] grace ms, tokens from ARGV[6]. Returns the old {json, rotated_at, replaced_by}. */
+  rotateRefreshToken: script(`
+local key = P .. 'rt:' .. ARGV[4]
+local v = redis.call('HMGET', key, 'r', 'e', 'g', 't', 'n', 'c', 'G', 'u')
+if not v[1] or tonumber(v[2]) <= NOW or revoked(v[3]) then return nil end
+if v[4] then
+  -- A retry inside the grace window, while the successor is still unrotated (a multi-process client).
+  local grace = tonumber(ARGV[5])
+  if grace <= 0 or tonumber(v[4]) <= NOW - grace or not v[5] then return nil end
+  local s = redis.call('HMGET', P .. 'rt:' .. v[5], 'r', 't')
+  if not s[1] or s[2] then return nil end
+end
+if not upsert_grant(v[3], v[7], v[6], v[8] or '', tokens_expiry(6)) then return nil end
+if not v[4] then
+  redis.call('HSET', key, 't', NOW)
+  if ARGV[11] == '1' then redis.call('HSET', key, 'n', ARGV[12]) end
+end
+store_tokens(6)
+return {v[1], v[4], v[5]}`),
+
+  revokeGrant: script(`
+local key = P .. 'grant:' .. ARGV[4]
+redis.call('HSET', key, 'x', '1')
+-- The tombstone outlives anything a racing request could still write for this grant.
+if redis.call('PTTL', key) < 3600000 then redis.call('PEXPIRE', key, 3600000) end
+for _, m in ipairs(redis.call('ZRANGE', key .. ':m', 0, -1)) do redis.call('DEL', m) end
+redis.call('DEL', key .. ':m')
+return 1`),
+
+  revokeAccessToken: script(`
+return redis.call('DEL', P .. 'at:' .. ARGV[4])`),
+
+  listGrants: script(`
+local out = {}
+local index = P .. 'user:' .. ARGV[4] .. ':grants'
+for _, g in ipairs(redis.call('ZRANGEBYSCORE', index, '(' .. NOW, '+inf')) do
+  local v = redis.call('HMGET', P .. 'grant:' .. g, 'r', 'k', 'l', 'e', 'x')
+  if v[1] and v[2] and v[5] ~= '1' and tonumber(v[4]) > NOW then table.insert(out, {v[1], v[2], v[3], v[4]}) end
+end
+return out`),
+
+  /** ARGV[4] key, ARGV[5] expires at. */
+  markOnce: script(`
+local key = P .. 'once:' .. ARGV[4]
+local until_ = tonumber(redis.call('GET', key))
+if until_ and until_ > NOW then return 0 end
+redis.call('SET', key, ARGV[5], 'PX', px(ARGV[5]))
+return 1`),
+
+  isMarked: script(`
+local until_ = tonumber(redis.call('GET', P .. 'once:' .. ARGV[4]))
+if until_ and until_ > NOW then return 1 end
+return 0`),
+
+  initSetting: script(`
+local key = P .. 'setting:' .. ARGV[4]
+redis.call('SET', key, ARGV[5], 'NX')
+return redis.call('GET', key)`),
+} as const;
+
+/** A verb's script name. */
+export type ScriptName = keyof typeof SCRIPTS;

@@ -1,0 +1,673 @@
+/**
+ * The SQL store: PostgreSQL or SQLite behind an injected executor, so that the library names no driver.
+ *
+ * Any driver fits in one line (see the README, "Storage"):
+ * ```ts
+ * sqlStorage({ dialect: "postgres", query: (t, p) => pool.query(t, p).then((r) => r.rows) })   // pg
+ * sqlStorage({ dialect: "postgres", query: (t, p) => sql.unsafe(t, p) })                        // postgres.js, Bun.sql
+ * sqlStorage({ dialect: "sqlite", query: (t, p) => db.prepare(t).all(...p) })                  // node:sqlite, bun:sqlite
+ * sqlStorage({ dialect: "sqlite", query: (t, p) => db.prepare(t).bind(...p).all().then((r) => r.results) }) // D1
+ * ```
+ *
+ * Atomicity without interactive transactions (they do not survive pgbouncer, HTTP drivers or D1):
+ * - The verb that decides a race is one statement. PostgreSQL redeems a code, checks the grant, and stores the
+ *   tokens in one `WITH won AS (UPDATE … RETURNING …) INSERT … SELECT … FROM won`. SQLite runs one statement at
+ *   a time, so `UPDATE … RETURNING` picks the one winner and the winner's inserts follow it.
+ * - Revoking a grant first turns its row into a tombstone (`revoked_at`), in one statement; every later write
+ *   for that grant is conditioned on the tombstone's absence, and every token lookup checks it too, so a
+ *   token written by a racing request never works. Deleting the members follows as clean-up.
+ *
+ * Only hashes of secrets reach the database, as with every store.
+ *
+ * @module
+ */
+import { OAuthError } from "../errors.ts";
+import { migrate } from "./sql_migrations.ts";
+import type {
+  AccessTokenRecord,
+  ClientRecord,
+  CodeRecord,
+  GrantRecord,
+  IssuedTokens,
+  RefreshTokenRecord,
+  Storage,
+} from "./types.ts";
+
+/** The SQL dialects the store speaks. */
+export type Dialect = "postgres" | "sqlite";
+
+/** A row as drivers return it: column name to value (BIGINT may come back as a string or a bigint). */
+export type SqlRow = Record<string, unknown>;
+
+/**
+ * Runs one statement with positional parameters and returns its rows (none for a statement without
+ * `RETURNING`). Placeholders are `$1, $2, …` for PostgreSQL and `?1, ?2, …` for SQLite. Synchronous drivers
+ * (node:sqlite, bun:sqlite) may return the rows directly.
+ */
+export interface SqlExecutor {
+  dialect: Dialect;
+  query(text: string, params: unknown[]): Promise<readonly SqlRow[]> | readonly SqlRow[];
+}
+
+/** Options of {@link sqlStorage}. */
+export interface SqlStorageOptions extends SqlExecutor {
+  /** Milliseconds since the epoch, for the few verbs that take no `now`. Default `Date.now`. */
+  clock?: () => number;
+}
+
+/**
+ * Creates a store on a SQL database. The schema is created (or upgraded) before the first call; call
+ * {@link SqlStorage.migrate} at start-up to fail early instead.
+ *
+ * @example
+ * ```ts
+ * import { DatabaseSync } from "node:sqlite";
+ * const db = new DatabaseSync("oauth.db");
+ * db.exec("PRAGMA journal_mode = WAL; PRAGMA busy_timeout = 5000");
+ * const storage = sqlStorage({ dialect: "sqlite", query: (t, p) => db.prepare(t).all(...p) });
+ * ```
+ */
+export function sqlStorage(options: SqlStorageOptions): SqlStorage {
+  return new SqlStorage(options);
+}
+
+const CODE_COLUMNS = "hash, grant_id, client_id, user_id, redirect_uri, scope, code_challenge, resource, expires_at, redeemed_at";
+const ACCESS_COLUMNS = "hash, client_id, user_id, scope, resource, grant_id, expires_at";
+const REFRESH_COLUMNS = "hash, grant_id, client_id, user_id, scope, resource, expires_at, rotated_at, replaced_by";
+const GRANT_COLUMNS = "grant_id, client_id, user_id, scope, resource, created_at, last_used_at, expires_at";
+/** A token whose grant is revoked is dead, whatever raced the revocation. */
+const grantLive = (alias: string): string =>
+  `NOT EXISTS (SELECT 1 FROM oauth_grants g WHERE g.grant_id = ${alias}.grant_id AND g.revoked_at IS NOT NULL)`;
+/** Clients' `last_used_at` is written at most this often (types.ts: "at least 60 000 ms older"). */
+const LAST_USED_GRANULARITY = 60_000;
+/** Rows deleted per statement by purgeExpired, so that a purge never holds the database for long. */
+const PURGE_BATCH = 1000;
+
+/** Positional parameters: `$n::type` for PostgreSQL (whose select lists need types), `?n` for SQLite. */
+class Params {
+  readonly values: unknown[] = [];
+  private readonly pg: boolean;
+  constructor(dialect: Dialect) {
+    this.pg = dialect === "postgres";
+  }
+  text(value: string | undefined | null): string {
+    this.values.push(value ?? null);
+    return this.pg ? `$${this.values.length}::text` : `?${this.values.length}`;
+  }
+  int(value: number | undefined | null): string {
+    this.values.push(value ?? null);
+    return this.pg ? `$${this.values.length}::bigint` : `?${this.values.length}`;
+  }
+  json(value: unknown[] | undefined): string {
+    return this.text(value === undefined ? null : JSON.stringify(value));
+  }
+}
+
+const num = (value: unknown): number => Number(value);
+const optional = <T>(value: unknown, map: (v: unknown) => T): T | undefined =>
+  value === null || value === undefined ? undefined : map(value);
+const jsonArray = (value: unknown): string[] => JSON.parse(String(value)) as string[];
+
+function codeRecord(row: SqlRow): CodeRecord {
+  const code: CodeRecord = {
+    hash: String(row.hash),
+    grant_id: String(row.grant_id),
+    client_id: String(row.client_id),
+    user_id: String(row.user_id),
+    redirect_uri: String(row.redirect_uri),
+    scope: String(row.scope),
+    expires_at: num(row.expires_at),
+  };
+  const challenge = optional(row.code_challenge, String);
+  if (challenge !== undefined) code.code_challenge = challenge;
+  const resource = optional(row.resource, jsonArray);
+  if (resource !== undefined) code.resource = resource;
+  const redeemed = optional(row.redeemed_at, num);
+  if (redeemed !== undefined) code.redeemed_at = redeemed;
+  return code;
+}
+
+function accessRecord(row: SqlRow): AccessTokenRecord {
+  const token: AccessTokenRecord = {
+    hash: String(row.hash),
+    client_id: String(row.client_id),
+    scope: String(row.scope),
+    expires_at: num(row.expires_at),
+  };
+  const user = optional(row.user_id, String);
+  if (user !== undefined) token.user_id = user;
+  const resource = optional(row.resource, jsonArray);
+  if (resource !== undefined) token.resource = resource;
+  const grant = optional(row.grant_id, String);
+  if (grant !== undefined) token.grant_id = grant;
+  return token;
+}
+
+function refreshRecord(row: SqlRow): RefreshTokenRecord {
+  const token: RefreshTokenRecord = {
+    hash: String(row.hash),
+    grant_id: String(row.grant_id),
+    client_id: String(row.client_id),
+    scope: String(row.scope),
+    expires_at: num(row.expires_at),
+  };
+  const user = optional(row.user_id, String);
+  if (user !== undefined) token.user_id = user;
+  const resource = optional(row.resource, jsonArray);
+  if (resource !== undefined) token.resource = resource;
+  const rotated = optional(row.rotated_at, num);
+  if (rotated !== undefined) token.rotated_at = rotated;
+  const replacedBy = optional(row.replaced_by, String);
+  if (replacedBy !== undefined) token.replaced_by = replacedBy;
+  return token;
+}
+
+function grantRecord(row: SqlRow): GrantRecord {
+  const grant: GrantRecord = {
+    grant_id: String(row.grant_id),
+    client_id: String(row.client_id),
+    scope: String(row.scope),
+    created_at: num(row.created_at),
+    last_used_at: num(row.last_used_at),
+    expires_at: num(row.expires_at),
+  };
+  const user = optional(row.user_id, String);
+  if (user !== undefined) grant.user_id = user;
+  const resource = optional(row.resource, jsonArray);
+  if (resource !== undefined) grant.resource = resource;
+  return grant;
+}
+
+function clientRecord(row: SqlRow): ClientRecord {
+  const client = JSON.parse(String(row.record)) as ClientRecord;
+  client.active = num(row.active) === 1;
+  const lastUsed = optional(row.last_used_at, num);
+  if (lastUsed !== undefined) client.last_used_at = lastUsed;
+  return client;
+}
+
+const json = (value: unknown[] | undefined): string | undefined => (value === undefined ? undefined : JSON.stringify(value));
+
+/** A one-row source of grant columns, for {@link SqlStorage.upsertGrant}. */
+function grantSource(p: Params, grant: string, client: string, user: string | undefined, scope: string, resource: string | undefined): string {
+  return `SELECT ${p.text(grant)} AS grant_id, ${p.text(client)} AS client_id, ${p.text(user)} AS user_id, ` +
+    `${p.text(scope)} AS scope, ${p.text(resource)} AS resource`;
+}
+
+/** The latest expiry among issued tokens: a grant lives as long as its longest-lived token. */
+const latestExpiry = (tokens: IssuedTokens): number => Math.max(tokens.access.expires_at, tokens.refresh?.expires_at ?? 0);
+
+/** The {@link Storage} on a SQL database; see the module documentation. */
+export class SqlStorage implements Storage {
+  private readonly executor: SqlExecutor;
+  private readonly dialect: Dialect;
+  private readonly clock: () => number;
+  private ready: Promise<unknown> | undefined;
+  /** When this instance last wrote each client's `last_used_at`, to keep that write off the hot path. */
+  private readonly lastUsedWritten = new Map<string, number>();
+
+  constructor(options: SqlStorageOptions) {
+    if (options.dialect !== "postgres" && options.dialect !== "sqlite") {
+      throw new TypeError(`Cannot create SQL storage: "dialect" must be "postgres" or "sqlite", not "${String(options.dialect)}"`);
+    }
+    this.executor = { dialect: options.dialect, query: options.query };
+    this.dialect = options.dialect;
+    this.clock = options.clock ?? Date.now;
+  }
+
+  /** Creates or upgrades the schema (idempotent; safe when instances start together). Returns its version. */
+  async migrate(): Promise<number> {
+    try {
+      return await migrate(this.executor, this.clock());
+    } catch (error) {
+      throw unavailable(error);
+    }
+  }
+
+  /** Runs one statement once the schema exists; a driver error becomes 503 `temporarily_unavailable`. */
+  private async run(text: string, params: unknown[]): Promise<readonly SqlRow[]> {
+    if (this.ready === undefined) {
+      const ready = this.migrate();
+      this.ready = ready;
+      // A failed migration (database down at start) is retried by the next call.
+      ready.catch(() => {
+        if (this.ready === ready) this.ready = undefined;
+      });
+    }
+    await this.ready;
+    // Hand-written statements say `$1`; SQLite's numbered placeholder is `?1`.
+    if (this.dialect === "sqlite" && text.includes("$")) text = text.replace(/\$(\d+)/g, "?$1");
+    try {
+      return await this.executor.query(text, params);
+    } catch (error) {
+      throw unavailable(error);
+    }
+  }
+
+  private params(): Params {
+    return new Params(this.dialect);
+  }
+
+  private get greatest(): string {
+    return this.dialect === "postgres" ? "GREATEST" : "MAX";
+  }
+
+  // -------------------------------------------------------------------------------------------------------
+  // Clients
+
+  async getClient(clientId: string): Promise<ClientRecord | null> {
+    const rows = await this.run("SELECT record, active, last_used_at FROM oauth_clients WHERE client_id = $1", [clientId]);
+    return rows[0] ? clientRecord(rows[0]) : null;
+  }
+
+  async saveClient(client: ClientRecord): Promise<void> {
+    const { active, last_used_at, ...rest } = client;
+    const p = this.params();
+    await this.run(
+      `INSERT INTO oauth_clients (client_id, record, active, origin, created_at, last_used_at)
+       VALUES (${p.text(client.client_id)}, ${p.text(JSON.stringify(rest))}, ${p.int(active ? 1 : 0)}, ${p.text(client.origin)},
+         ${p.int(client.created_at)}, ${p.int(last_used_at)})
+       ON CONFLICT (client_id) DO UPDATE SET record = excluded.record, active = excluded.active,
+         origin = excluded.origin, created_at = excluded.created_at, last_used_at = excluded.last_used_at`,
+      p.values,
+    );
+    this.lastUsedWritten.delete(client.client_id);
+  }
+
+  async setClientActive(clientId: string, active: boolean): Promise<ClientRecord | null> {
+    const p = this.params();
+    const rows = await this.run(
+      `UPDATE oauth_clients SET active = ${p.int(active ? 1 : 0)} WHERE client_id = ${p.text(clientId)}
+       RETURNING record, active, last_used_at`,
+      p.values,
+    );
+    return rows[0] ? clientRecord(rows[0]) : null;
+  }
+
+  async listClients(): Promise<ClientRecord[]> {
+    const rows = await this.run("SELECT record, active, last_used_at FROM oauth_clients", []);
+    return rows.map(clientRecord);
+  }
+
+  async deleteClient(clientId: string): Promise<boolean> {
+    await this.revokeClientGrants(clientId);
+    const p = this.params();
+    const rows = await this.run(`DELETE FROM oauth_clients WHERE client_id = ${p.text(clientId)} RETURNING client_id`, p.values);
+    this.lastUsedWritten.delete(clientId);
+    return rows.length > 0;
+  }
+
+  async revokeClientGrants(clientId: string): Promise<number> {
+    const now = this.clock();
+    const p = this.params();
+    // The tombstones first: from here on, no token of these grants works and none can be written.
+    const revoked = await this.run(
+      `UPDATE oauth_grants SET revoked_at = ${p.int(now)} WHERE client_id = ${p.text(clientId)} AND revoked_at IS NULL
+       RETURNING created_at, expires_at`,
+      p.values,
+    );
+    for (const table of ["oauth_codes", "oauth_access_tokens", "oauth_refresh_tokens"]) {
+      await this.run(`DELETE FROM ${table} WHERE client_id = $1`, [clientId]);
+    }
+    return revoked.filter((row) => row.created_at !== null && num(row.expires_at) > now).length;
+  }
+
+  /** Sets the client's `last_used_at`, at most once a minute per client and instance (types.ts allows lag). */
+  private async touchClient(clientId: string, now: number): Promise<void> {
+    const written = this.lastUsedWritten.get(clientId);
+    if (written !== undefined && now - written < LAST_USED_GRANULARITY && now >= written) return;
+    this.lastUsedWritten.set(clientId, now);
+    if (this.lastUsedWritten.size > 10_000) this.lastUsedWritten.clear();
+    const p = this.params();
+    await this.run(
+      `UPDATE oauth_clients SET last_used_at = ${p.int(now)} WHERE client_id = ${p.text(clientId)}
+       AND (last_used_at IS NULL OR last_used_at <= ${p.int(now - LAST_USED_GRANULARITY)})`,
+      p.values,
+    );
+  }
+
+  // -------------------------------------------------------------------------------------------------------
+  // Codes
+
+  async saveCode(code: CodeRecord, limit?: number): Promise<void> {
+    const p = this.params();
+    const hash = p.text(code.hash);
+    const grant = p.text(code.grant_id);
+    await this.run(
+      `INSERT INTO oauth_codes (${CODE_COLUMNS})
+       SELECT ${hash}, ${grant}, ${p.text(code.client_id)}, ${p.text(code.user_id)}, ${p.text(code.redirect_uri)},
+         ${p.text(code.scope)}, ${p.text(code.code_challenge)}, ${p.json(code.resource)}, ${p.int(code.expires_at)},
+         ${p.int(code.redeemed_at)}
+       WHERE NOT EXISTS (SELECT 1 FROM oauth_grants WHERE grant_id = ${grant} AND revoked_at IS NOT NULL)`,
+      p.values,
+    );
+    if (limit === undefined) return;
+    // Caps the codes one consent can mint: keep this one and the latest-expiring others, `limit` in all.
+    const q = this.params();
+    const client = q.text(code.client_id);
+    const user = q.text(code.user_id);
+    const own = q.text(code.hash);
+    await this.run(
+      `DELETE FROM oauth_codes WHERE client_id = ${client} AND user_id = ${user} AND redeemed_at IS NULL
+       AND hash NOT IN (SELECT hash FROM oauth_codes WHERE client_id = ${client} AND user_id = ${user}
+         AND redeemed_at IS NULL ORDER BY CASE WHEN hash = ${own} THEN 0 ELSE 1 END, expires_at DESC
+         LIMIT ${q.int(Math.max(0, Math.trunc(limit)))})`,
+      q.values,
+    );
+  }
+
+  async findCode(hash: string, now: number): Promise<CodeRecord | null> {
+    const p = this.params();
+    const rows = await this.run(
+      `SELECT ${CODE_COLUMNS} FROM oauth_codes WHERE hash = ${p.text(hash)} AND expires_at > ${p.int(now)}`,
+      p.values,
+    );
+    return rows[0] ? codeRecord(rows[0]) : null;
+  }
+
+  async redeemCode(hash: string, tokens: IssuedTokens, now: number): Promise<CodeRecord | null> {
+    const row = this.dialect === "postgres"
+      ? await this.redeemPostgres(hash, tokens, now)
+      : await this.redeemSqlite(hash, tokens, now);
+    if (!row) return null;
+    const code = codeRecord(row);
+    delete code.redeemed_at; // the record as it was before this call
+    await this.touchClient(code.client_id, now);
+    return code;
+  }
+
+  /** One statement: mark the code, upsert the live grant, store the tokens, only for the one winner. */
+  private async redeemPostgres(hash: string, tokens: IssuedTokens, now: number): Promise<SqlRow | undefined> {
+    const p = this.params();
+    const at = p.int(now);
+    const rows = await this.run(
+      `WITH won AS (
+         UPDATE oauth_codes SET redeemed_at = ${at}
+         WHERE hash = ${p.text(hash)} AND redeemed_at IS NULL AND expires_at > ${at}
+         RETURNING ${CODE_COLUMNS}
+       ), g AS (
+         ${this.upsertGrant("SELECT grant_id, client_id, user_id, scope, resource FROM won", at, p.int(latestExpiry(tokens)))}
+       ), a AS (${this.insertAccess(tokens, p, "g")}
+       )${tokens.refresh ? `, r AS (${this.insertRefresh(tokens.refresh, p, "g")})` : ""}
+       SELECT won.* FROM won, g`,
+      p.values,
+    );
+    return rows[0];
+  }
+
+  /** `UPDATE … RETURNING` picks the winner; its inserts are then conditioned on the grant being live. */
+  private async redeemSqlite(hash: string, tokens: IssuedTokens, now: number): Promise<SqlRow | undefined> {
+    const p = this.params();
+    const at = p.int(now);
+    const won = await this.run(
+      `UPDATE oauth_codes SET redeemed_at = ${at}
+       WHERE hash = ${p.text(hash)} AND redeemed_at IS NULL AND expires_at > ${at}
+       RETURNING ${CODE_COLUMNS}`,
+      p.values,
+    );
+    const row = won[0];
+    if (!row) return undefined;
+    const q = this.params();
+    const granted = await this.run(
+      this.upsertGrant(
+        grantSource(q, String(row.grant_id), String(row.client_id), String(row.user_id), String(row.scope), optional(row.resource, String)),
+        q.int(now),
+        q.int(latestExpiry(tokens)),
+      ),
+      q.values,
+    );
+    if (granted.length === 0) return undefined; // the grant was revoked
+    return (await this.storeSqlite(tokens)) ? row : undefined;
+  }
+
+  /**
+   * Creates or refreshes a grant from `source` (grant_id, client_id, user_id, scope, resource), unless it is
+   * revoked: the conflict update then matches nothing, so RETURNING yields no row and the caller stores nothing.
+   */
+  private upsertGrant(source: string, now: string, expiresAt: string): string {
+    return `INSERT INTO oauth_grants (${GRANT_COLUMNS})
+      SELECT s.grant_id, s.client_id, s.user_id, s.scope, s.resource, ${now}, ${now}, ${expiresAt} FROM (${source}) AS s
+      WHERE true
+      ON CONFLICT (grant_id) DO UPDATE SET last_used_at = excluded.last_used_at,
+        created_at = COALESCE(oauth_grants.created_at, excluded.created_at),
+        client_id = COALESCE(oauth_grants.client_id, excluded.client_id),
+        user_id = COALESCE(oauth_grants.user_id, excluded.user_id),
+        scope = COALESCE(oauth_grants.scope, excluded.scope),
+        resource = COALESCE(oauth_grants.resource, excluded.resource),
+        expires_at = ${this.greatest}(oauth_grants.expires_at, excluded.expires_at)
+      WHERE oauth_grants.revoked_at IS NULL
+      RETURNING grant_id`;
+  }
+
+  /** `INSERT … SELECT` of an access token, once per row of `from` (a CTE, or nothing). */
+  private insertAccess(tokens: IssuedTokens, p: Params, from?: string): string {
+    const a = tokens.access;
+    return `INSERT INTO oauth_access_tokens (${ACCESS_COLUMNS})
+      SELECT ${p.text(a.hash)}, ${p.text(a.client_id)}, ${p.text(a.user_id)}, ${p.text(a.scope)}, ${p.json(a.resource)},
+        ${p.text(a.grant_id)}, ${p.int(a.expires_at)}${from ? ` FROM ${from}` : ""}`;
+  }
+
+  private insertRefresh(r: RefreshTokenRecord, p: Params, from?: string): string {
+    return `INSERT INTO oauth_refresh_tokens (${REFRESH_COLUMNS})
+      SELECT ${p.text(r.hash)}, ${p.text(r.grant_id)}, ${p.text(r.client_id)}, ${p.text(r.user_id)}, ${p.text(r.scope)},
+        ${p.json(r.resource)}, ${p.int(r.expires_at)}, NULL, NULL${from ? ` FROM ${from}` : ""}`;
+  }
+
+  /** SQLite: inserts issued tokens unless their grant is revoked; true when they were stored. */
+  private async storeSqlite(tokens: IssuedTokens): Promise<boolean> {
+    const grantId = tokens.access.grant_id ?? tokens.refresh?.grant_id;
+    const guard = (p: Params): string =>
+      grantId === undefined ? "" : ` WHERE NOT EXISTS (SELECT 1 FROM oauth_grants WHERE grant_id = ${p.text(grantId)} AND revoked_at IS NOT NULL)`;
+    const p = this.params();
+    const sql = this.insertAccess(tokens, p);
+    const stored = await this.run(`${sql}${guard(p)} RETURNING hash`, p.values);
+    if (stored.length === 0) return false;
+    if (tokens.refresh) {
+      const q = this.params();
+      const sqlR = this.insertRefresh(tokens.refresh, q);
+      if ((await this.run(`${sqlR}${guard(q)} RETURNING hash`, q.values)).length === 0) return false;
+    }
+    return true;
+  }
+
+  // -------------------------------------------------------------------------------------------------------
+  // Tokens
+
+  async saveTokens(tokens: IssuedTokens, now: number): Promise<void> {
+    const refresh = tokens.refresh;
+    if (this.dialect === "postgres") {
+      const p = this.params();
+      if (refresh) {
+        const source = grantSource(p, refresh.grant_id, refresh.client_id, refresh.user_id, refresh.scope, json(refresh.resource));
+        const at = p.int(now);
+        await this.run(
+          `WITH g AS (${this.upsertGrant(source, at, p.int(latestExpiry(tokens)))}),
+           a AS (${this.insertAccess(tokens, p, "g")}),
+           r AS (${this.insertRefresh(refresh, p, "g")})
+           SELECT 1`,
+          p.values,
+        );
+      } else {
+        const grant = tokens.access.grant_id;
+        const sql = this.insertAccess(tokens, p);
+        await this.run(
+          grant === undefined
+            ? sql
+            : `${sql} WHERE NOT EXISTS (SELECT 1 FROM oauth_grants WHERE grant_id = ${p.text(grant)} AND revoked_at IS NOT NULL)`,
+          p.values,
+        );
+      }
+    } else {
+      if (refresh) {
+        const q = this.params();
+        const source = grantSource(q, refresh.grant_id, refresh.client_id, refresh.user_id, refresh.scope, json(refresh.resource));
+        const granted = await this.run(this.upsertGrant(source, q.int(now), q.int(latestExpiry(tokens))), q.values);
+        if (granted.length === 0) return;
+      }
+      await this.storeSqlite(tokens);
+    }
+    await this.touchClient(tokens.access.client_id, now);
+  }
+
+  async findAccessToken(hash: string, now: number): Promise<AccessTokenRecord | null> {
+    const p = this.params();
+    const rows = await this.run(
+      `SELECT ${ACCESS_COLUMNS} FROM oauth_access_tokens t
+       WHERE t.hash = ${p.text(hash)} AND t.expires_at > ${p.int(now)} AND (t.grant_id IS NULL OR ${grantLive("t")})`,
+      p.values,
+    );
+    return rows[0] ? accessRecord(rows[0]) : null;
+  }
+
+  async findRefreshToken(hash: string, now: number): Promise<RefreshTokenRecord | null> {
+    const p = this.params();
+    const rows = await this.run(
+      `SELECT ${REFRESH_COLUMNS} FROM oauth_refresh_tokens t
+       WHERE t.hash = ${p.text(hash)} AND t.expires_at > ${p.int(now)} AND ${grantLive("t")}`,
+      p.values,
+    );
+    return rows[0] ? refreshRecord(rows[0]) : null;
+  }
+
+  async rotateRefreshToken(hash: string, next: IssuedTokens, now: number, graceMs = 0): Promise<RefreshTokenRecord | null> {
+    const successor = next.refresh?.hash;
+    const p = this.params();
+    const at = p.int(now);
+    const replacedBy = p.text(successor);
+    const grace = p.int(graceMs > 0 ? now - graceMs : null);
+    // First rotation: mark it and record the successor. Grace retry: leave the row as it is (a no-op SET).
+    const update = `UPDATE oauth_refresh_tokens SET
+        rotated_at = CASE WHEN rotated_at IS NULL THEN ${at} ELSE rotated_at END,
+        replaced_by = CASE WHEN rotated_at IS NULL THEN ${replacedBy} ELSE replaced_by END
+      WHERE hash = ${p.text(hash)} AND expires_at > ${at} AND (rotated_at IS NULL OR (${grace} IS NOT NULL
+        AND rotated_at > ${grace} AND EXISTS (SELECT 1 FROM oauth_refresh_tokens s
+          WHERE s.hash = oauth_refresh_tokens.replaced_by AND s.rotated_at IS NULL)))
+      RETURNING ${REFRESH_COLUMNS}`;
+    let row: SqlRow | undefined;
+    if (this.dialect === "postgres") {
+      const rows = await this.run(
+        `WITH won AS (${update}), g AS (
+           ${this.upsertGrant("SELECT grant_id, client_id, user_id, scope, resource FROM won", at, p.int(latestExpiry(next)))}
+         ), a AS (${this.insertAccess(next, p, "g")})${next.refresh ? `, r AS (${this.insertRefresh(next.refresh, p, "g")})` : ""}
+         SELECT won.* FROM won, g`,
+        p.values,
+      );
+      row = rows[0];
+    } else {
+      row = (await this.run(update, p.values))[0];
+      if (!row) return null;
+      const q = this.params();
+      const granted = await this.run(
+        this.upsertGrant(
+          grantSource(q, String(row.grant_id), String(row.client_id), optional(row.user_id, String), String(row.scope), optional(row.resource, String)),
+          q.int(now),
+          q.int(latestExpiry(next)),
+        ),
+        q.values,
+      );
+      if (granted.length === 0 || !(await this.storeSqlite(next))) return null;
+    }
+    if (!row) return null;
+    const old = refreshRecord(row);
+    // RETURNING shows the row after the update; a first rotation is the one that wrote (now, successor).
+    if (old.rotated_at === now && (old.replaced_by ?? null) === (successor ?? null)) {
+      delete old.rotated_at;
+      delete old.replaced_by;
+    }
+    await this.touchClient(old.client_id, now);
+    return old;
+  }
+
+  async revokeGrant(grantId: string): Promise<void> {
+    const now = this.clock();
+    const p = this.params();
+    // The tombstone first (one statement): it kills every member at once and refuses later writes. It lives
+    // as long as the grant would have, so that a token written by a racing request stays dead until it expires.
+    await this.run(
+      `INSERT INTO oauth_grants (grant_id, expires_at, revoked_at) VALUES (${p.text(grantId)}, ${p.int(now + LAST_USED_GRANULARITY)}, ${p.int(now)})
+       ON CONFLICT (grant_id) DO UPDATE SET revoked_at = excluded.revoked_at,
+         expires_at = ${this.greatest}(oauth_grants.expires_at, excluded.expires_at)`,
+      p.values,
+    );
+    for (const table of ["oauth_codes", "oauth_access_tokens", "oauth_refresh_tokens"]) {
+      await this.run(`DELETE FROM ${table} WHERE grant_id = $1`, [grantId]);
+    }
+  }
+
+  async revokeAccessToken(hash: string): Promise<void> {
+    await this.run("DELETE FROM oauth_access_tokens WHERE hash = $1", [hash]);
+  }
+
+  async listGrants(userId: string, now: number): Promise<GrantRecord[]> {
+    const p = this.params();
+    const rows = await this.run(
+      `SELECT ${GRANT_COLUMNS} FROM oauth_grants WHERE user_id = ${p.text(userId)} AND revoked_at IS NULL
+       AND created_at IS NOT NULL AND expires_at > ${p.int(now)}`,
+      p.values,
+    );
+    return rows.map(grantRecord);
+  }
+
+  // -------------------------------------------------------------------------------------------------------
+  // Marks, settings, expiry
+
+  async markOnce(key: string, expiresAt: number, now: number): Promise<boolean> {
+    const p = this.params();
+    // The conflict update wins only over an expired mark; a live one makes RETURNING yield nothing.
+    const rows = await this.run(
+      `INSERT INTO oauth_once (key, expires_at) VALUES (${p.text(key)}, ${p.int(expiresAt)})
+       ON CONFLICT (key) DO UPDATE SET expires_at = excluded.expires_at WHERE oauth_once.expires_at <= ${p.int(now)}
+       RETURNING key`,
+      p.values,
+    );
+    return rows.length > 0;
+  }
+
+  async isMarked(key: string, now: number): Promise<boolean> {
+    const p = this.params();
+    const rows = await this.run(`SELECT 1 AS marked FROM oauth_once WHERE key = ${p.text(key)} AND expires_at > ${p.int(now)}`, p.values);
+    return rows.length > 0;
+  }
+
+  async initSetting(name: string, value: string): Promise<string> {
+    const p = this.params();
+    await this.run(
+      `INSERT INTO oauth_settings (name, value) VALUES (${p.text(name)}, ${p.text(value)}) ON CONFLICT (name) DO NOTHING`,
+      p.values,
+    );
+    const rows = await this.run("SELECT value FROM oauth_settings WHERE name = $1", [name]);
+    if (!rows[0]) throw unavailable(new Error(`Setting "${name}" vanished after it was stored`));
+    return String(rows[0].value);
+  }
+
+  async purgeExpired(now: number): Promise<number> {
+    let total = 0;
+    const targets: [string, string][] = [
+      ["oauth_codes", "hash"], ["oauth_access_tokens", "hash"], ["oauth_refresh_tokens", "hash"],
+      ["oauth_once", "key"], ["oauth_grants", "grant_id"],
+    ];
+    for (const [table, key] of targets) {
+      for (;;) {
+        // Bounded batches, so that a long backlog never holds a lock for long.
+        const rows = await this.run(
+          `DELETE FROM ${table} WHERE ${key} IN (SELECT ${key} FROM ${table} WHERE expires_at <= $1 LIMIT ${PURGE_BATCH})
+           RETURNING 1 AS gone`,
+          [now],
+        );
+        total += rows.length;
+        if (rows.length < PURGE_BATCH) break;
+      }
+    }
+    return total;
+  }
+}
+
+/** A driver error as the server reports it: 503 `temporarily_unavailable`, with the cause for `onError`. */
+function unavailable(cause: unknown): OAuthError {
+  if (cause instanceof OAuthError) return cause;
+  return new OAuthError("temporarily_unavailable", {
+    description: "The service is temporarily unavailable",
+    headers: { "retry-after": "1" },
+    cause,
+  });
+}

@@ -1,0 +1,107 @@
+/**
+ * The SQL schema as numbered migrations, applied by {@link migrate} in order and recorded in
+ * `oauth_migrations`. Each migration is a list of statements that are safe to run twice (`IF NOT EXISTS`),
+ * so that two instances starting at once converge instead of failing:
+ *
+ * - PostgreSQL runs all pending migrations as one `DO` block that first takes a transaction-scoped advisory
+ *   lock: one statement, so it needs no session (works through pgbouncer and HTTP drivers), and a second
+ *   instance waits for the first and then finds nothing to do.
+ * - SQLite serialises writers itself; the statements run one by one and a failed one is retried after
+ *   re-reading the applied versions (another instance may have just applied it).
+ *
+ * Times are BIGINT milliseconds since the epoch; `resource` is a JSON array; a client is one JSON document
+ * (so that fields added to `ClientRecord` later need no migration) plus the columns the store filters on.
+ *
+ * @module
+ */
+import type { Dialect, SqlExecutor } from "./sql.ts";
+
+/** One numbered schema change: DDL per dialect. */
+interface Migration {
+  version: number;
+  postgres: readonly string[];
+  sqlite: readonly string[];
+}
+
+const table = (name: string, columns: string): string => `CREATE TABLE IF NOT EXISTS ${name} (${columns})`;
+const index = (name: string, on: string): string => `CREATE INDEX IF NOT EXISTS ${name} ON ${on}`;
+
+/** Tables shared by both dialects; `seq` orders codes by issue, `BIGINT` is an INTEGER in SQLite. */
+const v1 = (dialect: Dialect): string[] => [
+  table("oauth_clients", `client_id TEXT PRIMARY KEY, record TEXT NOT NULL, active SMALLINT NOT NULL,
+    origin TEXT, created_at BIGINT NOT NULL, last_used_at BIGINT`),
+  table("oauth_codes", `hash TEXT PRIMARY KEY, ${dialect === "postgres" ? "seq BIGINT GENERATED ALWAYS AS IDENTITY," : ""}
+    grant_id TEXT NOT NULL, client_id TEXT NOT NULL, user_id TEXT NOT NULL, redirect_uri TEXT NOT NULL,
+    scope TEXT NOT NULL, code_challenge TEXT, resource TEXT, expires_at BIGINT NOT NULL, redeemed_at BIGINT`),
+  index("oauth_codes_grant", "oauth_codes (grant_id)"),
+  index("oauth_codes_owner", "oauth_codes (client_id, user_id)"),
+  index("oauth_codes_expiry", "oauth_codes (expires_at)"),
+  table("oauth_access_tokens", `hash TEXT PRIMARY KEY, client_id TEXT NOT NULL, user_id TEXT, scope TEXT NOT NULL,
+    resource TEXT, grant_id TEXT, expires_at BIGINT NOT NULL`),
+  index("oauth_access_tokens_grant", "oauth_access_tokens (grant_id)"),
+  index("oauth_access_tokens_expiry", "oauth_access_tokens (expires_at)"),
+  table("oauth_refresh_tokens", `hash TEXT PRIMARY KEY, grant_id TEXT NOT NULL, client_id TEXT NOT NULL,
+    user_id TEXT, scope TEXT NOT NULL, resource TEXT, expires_at BIGINT NOT NULL, rotated_at BIGINT,
+    replaced_by TEXT`),
+  index("oauth_refresh_tokens_grant", "oauth_refresh_tokens (grant_id)"),
+  index("oauth_refresh_tokens_expiry", "oauth_refresh_tokens (expires_at)"),
+  // A grant row outlives its tokens; `revoked_at` makes it a tombstone that refuses later writes.
+  table("oauth_grants", `grant_id TEXT PRIMARY KEY, client_id TEXT, user_id TEXT, scope TEXT, resource TEXT,
+    created_at BIGINT, last_used_at BIGINT, expires_at BIGINT NOT NULL, revoked_at BIGINT`),
+  index("oauth_grants_user", "oauth_grants (user_id)"),
+  index("oauth_grants_client", "oauth_grants (client_id)"),
+  index("oauth_grants_expiry", "oauth_grants (expires_at)"),
+  table("oauth_once", "key TEXT PRIMARY KEY, expires_at BIGINT NOT NULL"),
+  index("oauth_once_expiry", "oauth_once (expires_at)"),
+  table("oauth_settings", "name TEXT PRIMARY KEY, value TEXT NOT NULL"),
+];
+
+/** Every migration, in order. Append; never edit one that has shipped. */
+export const MIGRATIONS: readonly Migration[] = [
+  { version: 1, postgres: v1("postgres"), sqlite: v1("sqlite") },
+];
+
+/** The latest schema version this code knows. */
+export const SCHEMA_VERSION: number = MIGRATIONS[MIGRATIONS.length - 1]!.version;
+
+const VERSIONS = table("oauth_migrations", "version INTEGER PRIMARY KEY, applied_at BIGINT NOT NULL");
+
+/** An arbitrary constant: the advisory lock that serialises migrations on PostgreSQL. */
+const LOCK_KEY = 0x0a_07_20_26;
+
+/** Applies every pending migration; returns the schema version. Idempotent, and safe to run concurrently. */
+export async function migrate(executor: SqlExecutor, now: number): Promise<number> {
+  if (executor.dialect === "postgres") {
+    await executor.query(postgresBlock(now), []);
+    return SCHEMA_VERSION;
+  }
+  let lastError: unknown;
+  for (let attempt = 0; attempt < 8; attempt++) {
+    try {
+      await executor.query(VERSIONS, []);
+      const rows = await executor.query("SELECT version FROM oauth_migrations", []);
+      const applied = new Set(rows.map((row) => Number(row.version)));
+      for (const migration of MIGRATIONS) {
+        if (applied.has(migration.version)) continue;
+        for (const statement of migration.sqlite) await executor.query(statement, []);
+        await executor.query("INSERT OR IGNORE INTO oauth_migrations (version, applied_at) VALUES (?1, ?2)", [migration.version, now]);
+      }
+      return SCHEMA_VERSION;
+    } catch (error) {
+      // Another instance holds the write lock or raced us to a statement: read the versions again.
+      lastError = error;
+      await new Promise((resolve) => setTimeout(resolve, 20 + Math.random() * 80));
+    }
+  }
+  throw lastError;
+}
+
+/** One `DO` block: lock, then each migration that is not recorded yet. Dollar-quoted with a unique tag. */
+function postgresBlock(now: number): string {
+  const steps = MIGRATIONS.map((m) =>
+    `IF NOT EXISTS (SELECT 1 FROM oauth_migrations WHERE version = ${m.version}) THEN\n` +
+    m.postgres.map((s) => `    ${s};`).join("\n") +
+    `\n    INSERT INTO oauth_migrations (version, applied_at) VALUES (${m.version}, ${Math.trunc(now)});\n  END IF;`
+  ).join("\n  ");
+  return `DO $oauth_migrate$ BEGIN\n  PERFORM pg_advisory_xact_lock(${LOCK_KEY});\n  ${VERSIONS};\n  ${steps}\nEND $oauth_migrate$`;
+}

@@ -1,0 +1,54 @@
+// The storage contract on a real PostgreSQL server (started by test/support/databases.ts), through pg and
+// through postgres.js, each with the README's one-line adapter and a pool, so that every racer of the
+// concurrency checks holds its own connection. Node only; skipped with a reason when PostgreSQL is missing
+// (never under CI).
+import pg from "pg";
+import postgres from "postgres";
+import { afterAll, beforeAll, describe, expect, test } from "vitest";
+import { sqlStorage, storageContract } from "../../mod.ts";
+import { type Database, type Skipped, started, startPostgres } from "../support/databases.ts";
+
+const server: Database | Skipped = await startPostgres();
+const url = started(server) ? server.url : "";
+afterAll(async () => {
+  if (started(server)) await server.stop();
+}, 30_000);
+
+describe.skipIf(!started(server))("storage contract: sqlStorage on PostgreSQL through pg", () => {
+  let pool: pg.Pool;
+  beforeAll(() => {
+    pool = new pg.Pool({ connectionString: url, max: 20 });
+  });
+  afterAll(() => pool.end());
+  const store = () => sqlStorage({ dialect: "postgres", query: (t, p) => pool.query(t, p).then((r) => r.rows) });
+  for (const check of storageContract(store)) test(check.name, check.run, 20_000);
+
+  test("two instances migrating at once both succeed, and the schema is recorded once", async () => {
+    const fresh = `oauth_migrate_${Date.now()}`;
+    const admin = new pg.Client({ connectionString: url });
+    await admin.connect();
+    await admin.query(`CREATE DATABASE ${fresh}`);
+    await admin.end();
+    const pools = Array.from({ length: 4 }, () => new pg.Pool({ connectionString: url.replace(/\/postgres$/, `/${fresh}`), max: 1 }));
+    try {
+      const versions = await Promise.all(
+        pools.map((p) => sqlStorage({ dialect: "postgres", query: (t, q) => p.query(t, q).then((r) => r.rows) }).migrate()),
+      );
+      expect(new Set(versions).size).toBe(1);
+      const { rows } = await pools[0]!.query("SELECT count(*)::int AS n FROM oauth_migrations");
+      expect(rows[0].n).toBe(versions[0]);
+    } finally {
+      await Promise.all(pools.map((p) => p.end()));
+    }
+  }, 30_000);
+});
+
+describe.skipIf(!started(server))("storage contract: sqlStorage on PostgreSQL through postgres.js", () => {
+  let sql: postgres.Sql;
+  beforeAll(() => {
+    sql = postgres(url, { max: 20, onnotice: () => {} });
+  });
+  afterAll(() => sql.end({ timeout: 5 }));
+  const store = () => sqlStorage({ dialect: "postgres", query: (t, p) => sql.unsafe(t, p as postgres.ParameterOrJSON<never>[]) });
+  for (const check of storageContract(store)) test(check.name, check.run, 20_000);
+});

@@ -1,0 +1,43 @@
+// The storage contract on a real Redis server (started by test/support/databases.ts), through ioredis and
+// through node-redis, each with the README's one-line adapter. Node only; skipped with a reason when
+// redis-server is missing (never under CI).
+import { Redis } from "ioredis";
+import { createClient } from "redis";
+import { afterAll, beforeAll, describe, expect, test } from "vitest";
+import { redisStorage, storageContract } from "../../mod.ts";
+import { type Database, type Skipped, started, startRedis } from "../support/databases.ts";
+
+const server: Database | Skipped = await startRedis();
+const url = started(server) ? server.url : "";
+afterAll(async () => {
+  if (started(server)) await server.stop();
+}, 30_000);
+
+describe.skipIf(!started(server))("storage contract: redisStorage through ioredis", () => {
+  let redis: Redis;
+  beforeAll(() => {
+    redis = new Redis(url, { lazyConnect: false, maxRetriesPerRequest: 1 });
+  });
+  afterAll(() => redis.quit());
+  const store = () => redisStorage({ eval: (s, k, a) => redis.eval(s, k.length, ...k, ...a) as Promise<unknown> });
+  for (const check of storageContract(store)) test(check.name, check.run, 20_000);
+
+  test("every key of expiring data carries a TTL; only clients, the client list and settings do not", async () => {
+    const keys = await redis.keys("oauth:*");
+    expect(keys.length).toBeGreaterThan(10);
+    const lasting = [];
+    for (const key of keys) if ((await redis.pttl(key)) < 0) lasting.push(key);
+    expect(lasting.filter((k) => !/^oauth:(client:[^:]+|clients|setting:.*)$/.test(k))).toEqual([]);
+  });
+});
+
+describe.skipIf(!started(server))("storage contract: redisStorage through node-redis", () => {
+  let client: ReturnType<typeof createClient>;
+  beforeAll(async () => {
+    client = createClient({ url });
+    await client.connect();
+  });
+  afterAll(() => client.quit());
+  const store = () => redisStorage({ prefix: "nr:", eval: (s, k, a) => client.eval(s, { keys: k, arguments: a }) });
+  for (const check of storageContract(store)) test(check.name, check.run, 20_000);
+});

@@ -1,0 +1,37 @@
+// The storage contract on SQLite: node:sqlite on Node and Deno, bun:sqlite on Bun, each through its one-line
+// adapter from the README. In-memory databases, one per check; the cross-process races are in races.test.ts.
+import { describe, expect, test } from "vitest";
+import { sqlStorage, storageContract } from "../../mod.ts";
+import { openSqlite } from "../support/sqlite.ts";
+
+describe(`storage contract: sqlStorage on SQLite (${openSqlite.driver})`, () => {
+  for (const check of storageContract(() => sqlStorage(openSqlite(":memory:")))) test(check.name, check.run);
+});
+
+test("migrate() is idempotent and reports the schema version", async () => {
+  const executor = openSqlite(":memory:");
+  const store = sqlStorage(executor);
+  const version = await store.migrate();
+  expect(version).toBeGreaterThanOrEqual(1);
+  expect(await sqlStorage(executor).migrate()).toBe(version);
+  const rows = await executor.query("SELECT version FROM oauth_migrations", []);
+  expect(rows.map((r) => Number(r.version))).toEqual([version]);
+});
+
+test("only hashes reach the database: a stored client carries its secret hash, never a secret", async () => {
+  const executor = openSqlite(":memory:");
+  const store = sqlStorage(executor);
+  await store.saveClient({
+    client_id: "c", name: "C", type: "confidential", secret_hash: "aGFzaA", redirect_uris: [], scopes: ["read"],
+    grant_types: ["client_credentials"], client_credentials_refresh_token: false, active: true, created_at: 1,
+    metadata: { client_uri: "https://c.example" },
+  });
+  const [row] = await executor.query("SELECT record FROM oauth_clients", []);
+  expect(JSON.parse(String(row!.record))).toMatchObject({ secret_hash: "aGFzaA", metadata: { client_uri: "https://c.example" } });
+  expect(await store.getClient("c")).toMatchObject({ client_id: "c", active: true, metadata: { client_uri: "https://c.example" } });
+});
+
+test("a database error is a 503 temporarily_unavailable, not a crash", async () => {
+  const store = sqlStorage({ dialect: "sqlite", query: () => { throw new Error("disk I/O error"); } });
+  await expect(store.findAccessToken("x", 1)).rejects.toMatchObject({ code: "temporarily_unavailable", status: 503 });
+});

@@ -1,0 +1,36 @@
+/**
+ * One racer of test/storage/races.test.ts, as its own OS process with its own connection:
+ *   node --import tsx test/support/racer.ts DRIVER TARGET
+ * Prints "ready", then for each stdin line {round, verb, hash, grant, now} it redeems the code (or rotates the
+ * refresh token) with freshly minted token hashes and prints {round, won, access}.
+ *
+ * @module
+ */
+import process from "node:process";
+import { createInterface } from "node:readline";
+import { type Driver, openStore } from "./stores.ts";
+
+const [driver, target] = process.argv.slice(2) as [Driver, string];
+const { store, close } = await openStore(driver, target);
+const random = () => crypto.randomUUID();
+
+const lines = createInterface({ input: process.stdin });
+process.stdout.write("ready\n");
+for await (const line of lines) {
+  const task = JSON.parse(line) as { round: number; verb: "code" | "refresh"; hash: string; grant: string; now: number };
+  const access = `at-${random()}`;
+  const tokens = {
+    access: { hash: access, client_id: "race", user_id: "u", scope: "read", grant_id: task.grant, expires_at: task.now + 3_600_000 },
+    refresh: { hash: `rt-${random()}`, client_id: "race", user_id: "u", scope: "read", grant_id: task.grant, expires_at: task.now + 7_200_000 },
+  };
+  let won = false;
+  try {
+    won = task.verb === "code"
+      ? (await store.redeemCode(task.hash, tokens, task.now)) !== null
+      : (await store.rotateRefreshToken(task.hash, tokens, task.now)) !== null;
+  } catch (error) {
+    process.stderr.write(`racer error: ${String(error)} ${String((error as { cause?: unknown }).cause)}\n`);
+  }
+  process.stdout.write(`${JSON.stringify({ round: task.round, won, access })}\n`);
+}
+await close();
