@@ -35,6 +35,8 @@ export interface RedisStorageOptions extends RedisExecutor {
   prefix?: string;
   /** Milliseconds since the epoch: TTLs are measured on it. Default `Date.now`. */
   clock?: () => number;
+  /** How long a key outlives its record's expiry, in ms, so that a clock skew never drops a live record. Default 60 000. */
+  expiryMargin?: number;
 }
 
 /**
@@ -88,17 +90,21 @@ export class RedisStorage implements Storage {
   private readonly executor: RedisExecutor;
   private readonly prefix: string;
   private readonly clock: () => number;
+  private readonly margin: number;
 
   constructor(options: RedisStorageOptions) {
     this.executor = { eval: options.eval };
     this.prefix = options.prefix ?? "oauth:";
     this.clock = options.clock ?? Date.now;
+    this.margin = Math.max(0, Math.trunc(options.expiryMargin ?? 60_000));
   }
 
   /** Runs a verb's script; a driver error becomes 503 `temporarily_unavailable`. */
   private async run(name: ScriptName, now: number | undefined, args: string[]): Promise<Reply> {
     try {
-      return await this.executor.eval(SCRIPTS[name], [], [this.prefix, now === undefined ? "" : String(now), String(this.clock()), ...args]);
+      return await this.executor.eval(SCRIPTS[name], [], [
+        this.prefix, now === undefined ? "" : String(now), `${Math.trunc(this.clock())}:${this.margin}`, ...args,
+      ]);
     } catch (error) {
       throw new OAuthError("temporarily_unavailable", {
         description: "The service is temporarily unavailable",

@@ -13,17 +13,19 @@
  *   `P owner:CLIENT:USER` (unredeemed codes of one consent).
  * - `P once:KEY` (expiry), `P setting:NAME` (value, no TTL).
  *
- * Every key that holds an expiring record gets a TTL of its remaining life plus one minute (SLACK), measured
+ * Every key that holds an expiring record gets a TTL of its remaining life plus a margin (SLACK, one minute by
+ * default), measured
  * on the store's clock; expiry itself is judged by the `now` each verb is given, so the TTL only makes expired
  * data go away by itself.
  *
  * @module
  */
 
-/** ARGV[1] prefix, ARGV[2] now (or ""), ARGV[3] the store's clock; helpers shared by the scripts. */
+/** ARGV[1] prefix, ARGV[2] now (or ""), ARGV[3] "clock:margin" (the store's clock, the TTL margin); helpers. */
 const PRELUDE = `
-local P, NOW, CLOCK = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3])
-local SLACK = 60000
+local P, NOW = ARGV[1], tonumber(ARGV[2])
+local clock, margin = string.match(ARGV[3], '^(%d+):(%d+)$')
+local CLOCK, SLACK = tonumber(clock), tonumber(margin)
 local function px(expires)
   local t = tonumber(expires) - CLOCK
   if t < 0 then t = 0 end

@@ -7,6 +7,7 @@ import postgres from "postgres";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { sqlStorage, storageContract } from "../../mod.ts";
 import { type Database, type Skipped, started, startPostgres } from "../support/databases.ts";
+import { steadyLoad } from "../support/steady.ts";
 
 const server: Database | Skipped = await startPostgres();
 const url = started(server) ? server.url : "";
@@ -41,6 +42,22 @@ describe.skipIf(!started(server))("storage contract: sqlStorage on PostgreSQL th
       await Promise.all(pools.map((p) => p.end()));
     }
   }, 30_000);
+
+  test("storage stays bounded under steady load: purgeExpired removes what expired", async () => {
+    let now = Date.now() + 86_400_000; // ahead of every other test's records, which this purge also removes
+    const tables = ["oauth_codes", "oauth_access_tokens", "oauth_refresh_tokens", "oauth_grants", "oauth_once"];
+    const { counts, issued } = await steadyLoad(store(), {
+      cycles: 12, perCycle: 25, lifetime: 2500,
+      advance: async () => (now += 1000),
+      count: async () => {
+        const { rows } = await pool.query(`SELECT ${tables.map((t) => `(SELECT count(*) FROM ${t})`).join(" + ")} AS n`);
+        return Number(rows[0].n);
+      },
+    });
+    expect(Math.max(...counts.slice(4))).toBeLessThanOrEqual(3 * 25 * 6);
+    expect(counts.at(-1)).toBeLessThan(issued / 3);
+  }, 60_000);
+
 });
 
 describe.skipIf(!started(server))("storage contract: sqlStorage on PostgreSQL through postgres.js", () => {

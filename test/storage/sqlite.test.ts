@@ -3,6 +3,7 @@
 import { describe, expect, test } from "vitest";
 import { sqlStorage, storageContract } from "../../mod.ts";
 import { openSqlite } from "../support/sqlite.ts";
+import { steadyLoad } from "../support/steady.ts";
 
 describe(`storage contract: sqlStorage on SQLite (${openSqlite.driver})`, () => {
   for (const check of storageContract(() => sqlStorage(openSqlite(":memory:")))) test(check.name, check.run);
@@ -34,4 +35,23 @@ test("only hashes reach the database: a stored client carries its secret hash, n
 test("a database error is a 503 temporarily_unavailable, not a crash", async () => {
   const store = sqlStorage({ dialect: "sqlite", query: () => { throw new Error("disk I/O error"); } });
   await expect(store.findAccessToken("x", 1)).rejects.toMatchObject({ code: "temporarily_unavailable", status: 503 });
+});
+
+test("storage stays bounded under steady load: purgeExpired removes what expired", async () => {
+  const executor = openSqlite(":memory:");
+  const store = sqlStorage(executor);
+  let now = Date.now();
+  const tables = ["oauth_codes", "oauth_access_tokens", "oauth_refresh_tokens", "oauth_grants", "oauth_once"];
+  const { counts, issued } = await steadyLoad(store, {
+    cycles: 30, perCycle: 40, lifetime: 2500,
+    advance: async () => (now += 1000),
+    count: async () => {
+      let rows = 0;
+      for (const table of tables) rows += Number((await executor.query(`SELECT count(*) AS n FROM ${table}`, []))[0]!.n);
+      return rows;
+    },
+  });
+  // Records live 2.5 cycles, so about three cycles' worth are held at any time, whatever the total issued.
+  expect(Math.max(...counts.slice(5))).toBeLessThanOrEqual(3 * 40 * 6);
+  expect(counts.at(-1)).toBeLessThan(issued / 8);
 });

@@ -35,7 +35,7 @@ export interface Skipped {
   skip: string;
 }
 
-const inCI = (): boolean => Boolean(process.env.CI);
+const inCI = (): boolean => !["", "0", "false"].includes((process.env.CI ?? "").toLowerCase());
 
 function unavailable(reason: string): Skipped {
   if (inCI()) throw new Error(`CI must run the database tests, but ${reason}`);
@@ -112,7 +112,7 @@ export async function startPostgres(): Promise<Database | Skipped> {
       cleanups.delete(cleanup);
       cleanup();
     },
-    pause: async () => stopServer("immediate"),
+    pause: async () => stopServer("fast"),
     resume: async () => start(),
   };
 }
