@@ -96,8 +96,14 @@ end
 
 const script = (body: string): string => PRELUDE + body;
 
-/** The scripts, by verb. The tokens of a verb always start at ARGV[TOKENS] (see `store_tokens`). */
-export const SCRIPTS = {
+/** A verb that has a script. */
+export type ScriptName =
+  | "getClient" | "saveClient" | "setClientActive" | "listClients" | "revokeClientGrants" | "saveCode" | "findCode"
+  | "redeemCode" | "saveTokens" | "findAccessToken" | "findRefreshToken" | "rotateRefreshToken" | "revokeGrant"
+  | "revokeAccessToken" | "listGrants" | "markOnce" | "isMarked" | "initSetting";
+
+/** The scripts, by verb; issued tokens are read by `store_tokens` from the index each script names. */
+export const SCRIPTS: Readonly<Record<ScriptName, string>> = {
   getClient: script(`
 return redis.call('HMGET', P .. 'client:' .. ARGV[4], 'r', 'a', 'l')`),
 
@@ -269,7 +275,4 @@ return 0`),
 local key = P .. 'setting:' .. ARGV[4]
 redis.call('SET', key, ARGV[5], 'NX')
 return redis.call('GET', key)`),
-} as const;
-
-/** A verb's script name. */
-export type ScriptName = keyof typeof SCRIPTS;
+};
