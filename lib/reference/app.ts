@@ -14,6 +14,7 @@ import { errorResponse } from "../router.ts";
 import { type AuthorizationServer, createAuthorizationServer } from "../server.ts";
 import type { Storage } from "../storage/types.ts";
 import { type ConfigUser, DEMO_CONFIG, type ReferenceConfig } from "./config.ts";
+import { connectedApps } from "./connected_apps.ts";
 import { createMetrics } from "./metrics.ts";
 import { observe } from "./observe.ts";
 import { verifyPassword } from "./passwords.ts";
@@ -52,6 +53,11 @@ export async function createReferenceApp(options: ReferenceAppOptions): Promise<
   const config = options.config ?? DEMO_CONFIG;
   const clock = options.clock ?? Date.now;
   const users = await hashUsers(config.users, options.passwordIterations ?? 100_000);
+  const login = passwordLogin({
+    verify: (username, password) => users.verify(username, password),
+    secret: crypto.getRandomValues(new Uint8Array(32)),
+    clock,
+  });
   const server = createAuthorizationServer({
     issuer: options.issuer,
     scopes: Object.fromEntries(config.scopes.map((s) => [s.name, s.description])),
@@ -62,11 +68,7 @@ export async function createReferenceApp(options: ReferenceAppOptions): Promise<
     ...mcpOptions(config),
     ...(options.storage ? { storage: options.storage } : {}),
     ...(options.onError ? { onError: options.onError } : {}),
-    authenticateUser: passwordLogin({
-      verify: (username, password) => users.verify(username, password),
-      secret: crypto.getRandomValues(new Uint8Array(32)),
-      clock,
-    }),
+    authenticateUser: login,
   });
   for (const c of config.clients) {
     await server.clients.register({
@@ -88,6 +90,15 @@ export async function createReferenceApp(options: ReferenceAppOptions): Promise<
     ["/api/reports", server.protectHandle("reports.read", (_, token) => jsonResponse(200, { reports: REPORTS, token }))],
     ["/api/me", server.protectHandle(undefined, (_, token) => jsonResponse(200, { token }))],
   ]);
+  // Connected apps: the signed-in user's grants, each revocable (CSRF-protected, not frameable).
+  const apps = connectedApps({
+    storage: server.storage,
+    authenticateUser: login,
+    scopes: Object.fromEntries(config.scopes.map((s) => [s.name, s.description])),
+    secret: config.secret ?? crypto.getRandomValues(new Uint8Array(32)),
+    clock,
+    issuer: server.issuer,
+  });
   const route = async (request: HttpRequest): Promise<HttpResponse> => {
     const path = pathOf(request.target);
     const resource = resources.get(path);
@@ -96,6 +107,7 @@ export async function createReferenceApp(options: ReferenceAppOptions): Promise<
       return errorResponse(new OAuthError("invalid_request", { status: 405, headers: { allow: "GET, HEAD" } }));
     }
     if (path === "/" && (request.method === "GET" || request.method === "HEAD")) return landing(server);
+    if (path === `${new URL(server.issuer).pathname.replace(/\/$/, "")}/account/apps`) return apps(request);
     return server.handle(request);
   };
   // The request log, /healthz, /readyz, and /metrics when the config enables it (never public by accident).
@@ -143,6 +155,8 @@ function landing(server: AuthorizationServer): HttpResponse {
     `token:     POST ${server.issuer}/index.php?module=OAuth2&action=token`,
     `metadata:  GET  ${server.issuer}/.well-known/oauth-authorization-server`,
     `sample API: GET ${server.issuer}/api/reports (scope reports.read), GET ${server.issuer}/api/me`,
+    `connected apps (for users): ${server.issuer}/account/apps`,
+    `health: GET ${server.issuer}/healthz, GET ${server.issuer}/readyz`,
     "",
   ].join("\n");
   return { status: 200, headers: [["content-type", "text/plain;charset=UTF-8"]], body };

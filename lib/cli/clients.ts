@@ -1,0 +1,173 @@
+/**
+ * `oauth2-fetch-server clients …`, `migrate` and `purge`: administration of the store a config file or a store
+ * URL names, while servers run on it. A new or rotated secret is printed once; only its SHA-256 is stored.
+ *
+ * @module
+ */
+import { randomToken, sha256 } from "../crypto.ts";
+import { createAuthorizationServer } from "../server.ts";
+import type { ClientRecord, GrantType, Storage } from "../storage/types.ts";
+import { UsageError } from "./args.ts";
+
+/** An open store, and what the config file says about scopes (when a config file named it). */
+export interface AdminContext {
+  storage: Storage;
+  /** The store, described without its password. */
+  description: string;
+  /** Declared scopes, from the config file; without one, any scope is accepted. */
+  scopes?: Record<string, string>;
+  /** `scope_policy` of the config file. */
+  scopePolicy?: "single" | "multiple";
+  /** Prints one line (or one JSON document) on standard output. */
+  print(text: string): void;
+  clock(): number;
+}
+
+type Flags = Record<string, string | string[] | true>;
+/** An administration command: resolves with its exit code. */
+export type AdminRunner = (flags: Flags, operand: string | undefined, context: AdminContext) => Promise<number>;
+
+const list = (flags: Flags, name: string): string[] => (flags[name] as string[] | undefined) ?? [];
+
+/** What is shown of a client: the record without its secret hash. */
+function shown(client: ClientRecord): Omit<ClientRecord, "secret_hash"> {
+  const { secret_hash: _, ...rest } = client;
+  return rest;
+}
+
+const when = (ms: number | undefined) => (ms === undefined ? "never" : new Date(ms).toISOString().replace(/\.\d{3}Z$/, "Z"));
+
+async function mustGet(storage: Storage, clientId: string): Promise<ClientRecord> {
+  const client = await storage.getClient(clientId);
+  if (!client) throw new Error(`no client "${clientId}" in the store`);
+  return client;
+}
+
+/** The administration commands, by name as in `COMMANDS` (args.ts). */
+export const ADMIN_RUNNERS: Record<string, AdminRunner> = {
+  async "clients add"(flags, _, { storage, description, scopes, scopePolicy, print, clock }) {
+    const name = flags["--name"] as string | undefined;
+    if (name === undefined) throw new UsageError("clients add needs --name");
+    const requested = list(flags, "--scope");
+    if (requested.length === 0) throw new UsageError("clients add needs at least one --scope");
+    const redirectUris = list(flags, "--redirect-uri");
+    const isPublic = flags["--public"] === true;
+    const grantTypes = list(flags, "--grant-type") as GrantType[];
+    const clientId = flags["--client-id"] as string | undefined;
+    if (clientId !== undefined && (await storage.getClient(clientId))) {
+      throw new Error(`client "${clientId}" already exists: use "clients rotate-secret" or "clients delete" first`);
+    }
+    // The server's own registration rules (redirect URIs, grant types, scopes, secrets), on this store.
+    const server = createAuthorizationServer({
+      issuer: "http://127.0.0.1",
+      scopes: scopes ?? Object.fromEntries(requested.map((s) => [s, s])),
+      storage,
+      clock,
+      ...(scopePolicy ? { profile: { scopePolicy } } : {}),
+    });
+    const defaultGrants: GrantType[] = redirectUris.length > 0 ? ["authorization_code", "refresh_token"] : ["client_credentials"];
+    const registered = await server.clients.register({
+      ...(clientId === undefined ? {} : { client_id: clientId }),
+      name,
+      type: isPublic ? "public" : "confidential",
+      redirect_uris: redirectUris,
+      scopes: requested,
+      grant_types: grantTypes.length > 0 ? grantTypes : defaultGrants,
+    });
+    const client: ClientRecord = { ...registered.client, origin: "cli" };
+    await storage.saveClient(client);
+    if (flags["--json"]) {
+      print(JSON.stringify({ client: shown(client), ...(registered.client_secret ? { client_secret: registered.client_secret } : {}) }));
+    } else {
+      print(`added client "${client.client_id}" (${client.type}) to ${description}`);
+      print(`client_id:     ${client.client_id}`);
+      if (registered.client_secret) print(`client_secret: ${registered.client_secret}\n(shown once: only its hash is stored)`);
+    }
+    return 0;
+  },
+
+  async "clients list"(flags, _, { storage, print }) {
+    const clients = (await storage.listClients()).sort((a, b) => a.client_id.localeCompare(b.client_id));
+    if (flags["--json"]) return print(JSON.stringify(clients.map(shown))), 0;
+    const rows = [["CLIENT_ID", "NAME", "TYPE", "STATUS", "ORIGIN", "LAST_USED"]];
+    for (const c of clients) {
+      rows.push([c.client_id, c.name, c.type, c.active ? "active" : "paused", c.origin ?? "-", when(c.last_used_at)]);
+    }
+    const widths = rows[0]!.map((_, i) => Math.max(...rows.map((r) => r[i]!.length)));
+    for (const row of rows) print(row.map((cell, i) => cell.padEnd(widths[i]!)).join("  ").trimEnd());
+    return 0;
+  },
+
+  async "clients show"(flags, id, { storage, print }) {
+    const client = await mustGet(storage, id!);
+    if (flags["--json"]) return print(JSON.stringify(shown(client))), 0;
+    const fields: [string, string][] = [
+      ["client_id", client.client_id],
+      ["name", client.name],
+      ["type", client.type],
+      ["status", client.active ? "active" : "paused"],
+      ["redirect_uris", client.redirect_uris.join(" ") || "-"],
+      ["scopes", client.scopes.join(" ")],
+      ["grant_types", client.grant_types.join(" ")],
+      ["origin", client.origin ?? "-"],
+      ["created_at", when(client.created_at)],
+      ["last_used_at", when(client.last_used_at)],
+    ];
+    for (const [key, value] of fields) print(`${`${key}:`.padEnd(15)}${value}`);
+    return 0;
+  },
+
+  async "clients rotate-secret"(flags, id, { storage, print }) {
+    const client = await mustGet(storage, id!);
+    if (client.type !== "confidential") throw new Error(`client "${id}" is public: it has no secret to rotate`);
+    if (client.origin === "config") {
+      throw new Error(`client "${id}" comes from the config file, which sets it again at every start: change its client_secret there`);
+    }
+    const secret = randomToken();
+    await storage.saveClient({ ...client, secret_hash: sha256(secret) });
+    if (flags["--json"]) print(JSON.stringify({ client_id: client.client_id, client_secret: secret }));
+    else print(`client_secret: ${secret}\n(shown once: the old secret no longer works)`);
+    return 0;
+  },
+
+  async "clients pause"(flags, id, { storage, print }) {
+    const client = await storage.setClientActive(id!, false);
+    if (!client) throw new Error(`no client "${id}" in the store`);
+    print(flags["--json"] ? JSON.stringify(shown(client)) : `paused client "${id}": it cannot authenticate and its tokens stop working`);
+    return 0;
+  },
+
+  async "clients resume"(flags, id, { storage, print }) {
+    const client = await storage.setClientActive(id!, true);
+    if (!client) throw new Error(`no client "${id}" in the store`);
+    print(flags["--json"] ? JSON.stringify(shown(client)) : `resumed client "${id}"`);
+    return 0;
+  },
+
+  async "clients delete"(flags, id, { storage, print }) {
+    if (!(await storage.deleteClient(id!))) throw new Error(`no client "${id}" in the store`);
+    print(flags["--json"] ? JSON.stringify({ client_id: id, deleted: true }) : `deleted client "${id}" and revoked every grant and token issued to it`);
+    return 0;
+  },
+
+  async "clients revoke-grants"(flags, id, { storage, print }) {
+    await mustGet(storage, id!);
+    const revoked = await storage.revokeClientGrants(id!);
+    print(flags["--json"] ? JSON.stringify({ client_id: id, revoked_grants: revoked }) : `revoked ${revoked} grant(s) of client "${id}" and every token issued to it`);
+    return 0;
+  },
+
+  async migrate(flags, _, { storage, description, print }) {
+    // Opening the store applied its migrations; running them again reports what is left (nothing).
+    const migrate = (storage as { migrate?: () => Promise<unknown> }).migrate;
+    const applied = migrate ? await migrate.call(storage) : undefined;
+    print(flags["--json"] ? JSON.stringify({ store: description, migrated: true }) : `${description}: the schema is up to date${typeof applied === "number" && applied > 0 ? ` (${applied} migration(s) applied)` : ""}`);
+    return 0;
+  },
+
+  async purge(flags, _, { storage, description, print, clock }) {
+    const removed = await storage.purgeExpired(clock());
+    print(flags["--json"] ? JSON.stringify({ store: description, purged: removed }) : `${description}: purged ${removed} expired record(s)`);
+    return 0;
+  },
+};
