@@ -1,0 +1,92 @@
+/**
+ * A small MCP server protected by this authorization server's tokens, with the official MCP SDK.
+ *
+ * `notesMcpServer` returns one fetch handler that serves the RFC 9728 protected-resource metadata and the MCP
+ * endpoint behind the guard of `protectedResource`: no token gets 401 with `resource_metadata`, so an MCP host
+ * discovers the authorization server by itself; a token for another resource is refused. The tool `whoami`
+ * answers who the token acts for and what it grants.
+ *
+ * Run it (Node; the authorization server in the same process, in memory):
+ *
+ * ```sh
+ * npx tsx examples/mcp_server.ts    # prints both URLs; point an MCP host at the MCP URL
+ * ```
+ */
+import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
+import { WebStandardStreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js";
+import type { AccessTokenInfo } from "../mod.ts";
+import { protectedResource, type TokenVerifier } from "../mod.ts";
+
+/** Options of {@link notesMcpServer}. */
+export interface NotesMcpServerOptions {
+  /** The MCP endpoint's URL: the resource identifier (one of the authorization server's `resources`). */
+  resource: string;
+  authorizationServers: string[];
+  verify: TokenVerifier;
+  /** Published in the metadata; an MCP host asks for them all when the challenge names none. */
+  scopesSupported?: string[];
+  /** Scopes every MCP request needs; named in the 401 and 403 challenges. */
+  requiredScopes?: string[];
+}
+
+/** The MCP server's fetch handler: metadata, then the guarded MCP endpoint; 404 elsewhere. */
+export function notesMcpServer(options: NotesMcpServerOptions): (request: Request) => Promise<Response> {
+  const guard = protectedResource({
+    resource: options.resource,
+    authorizationServers: options.authorizationServers,
+    verify: options.verify,
+    ...(options.scopesSupported ? { scopesSupported: options.scopesSupported } : {}),
+    resourceName: "Notes",
+  });
+  const mcpPath = new URL(options.resource).pathname;
+  const mcp = guard.protect(options.requiredScopes, async (request, token) => {
+    // Stateless Streamable HTTP: one server and transport per request, each knowing the caller's token.
+    const server = new McpServer({ name: "notes", version: "1.0.0" });
+    server.registerTool("whoami", { description: "Who the access token acts for, and what it grants" }, () => ({
+      content: [{ type: "text", text: JSON.stringify(describe(token)) }],
+    }));
+    // Stateless: no session id option at all (the SDK reads an absent generator as "no sessions").
+    const transport = new WebStandardStreamableHTTPServerTransport({ enableJsonResponse: true });
+    await server.connect(transport);
+    return transport.handleRequest(request);
+  });
+  return async (request) => {
+    const metadata = guard.metadataResponse(request);
+    if (metadata) return metadata;
+    if (new URL(request.url).pathname === mcpPath) return mcp(request);
+    return new Response("Not found", { status: 404 });
+  };
+}
+
+function describe(token: AccessTokenInfo): Record<string, unknown> {
+  return { user: token.user_id, client_id: token.client_id, scope: token.scope, aud: token.aud };
+}
+
+/** `npx tsx examples/mcp_server.ts`: an authorization server and this MCP server on two loopback ports. */
+async function main(): Promise<void> {
+  const { createAuthorizationServer, localTokenVerifier } = await import("../mod.ts");
+  const { serveNode } = await import("../lib/adapters/node.ts");
+  let authorizationServer: ReturnType<typeof createAuthorizationServer> | undefined;
+  let mcp: ((request: Request) => Promise<Response>) | undefined;
+  const as = await serveNode({ fetch: (request: Request) => authorizationServer!.fetch(request) }, { port: 0 });
+  const ms = await serveNode({ fetch: (request: Request) => mcp!(request) }, { port: 0 });
+  const resource = `${ms.url}/mcp`;
+  authorizationServer = createAuthorizationServer({
+    issuer: as.url,
+    profile: "rfc6749",
+    scopes: { "notes.read": "Read your notes", "notes.write": "Write your notes" },
+    defaultScope: "notes.read",
+    resources: [resource],
+    registration: { enabled: true },
+    clientMetadataDocuments: { enabled: true },
+    // A demo: everyone is "demo". Use passwordLogin or your own hook in real life.
+    authenticateUser: () => ({ id: "demo", name: "Demo User" }),
+  });
+  mcp = notesMcpServer({
+    resource, authorizationServers: [as.url], verify: localTokenVerifier(authorizationServer),
+    scopesSupported: ["notes.read", "notes.write"],
+  });
+  console.log(`authorization server: ${as.url}\nMCP server:           ${resource}`);
+}
+
+if (import.meta.url === `file://${globalThis.process?.argv?.[1]}`) await main();
