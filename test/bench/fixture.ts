@@ -5,7 +5,7 @@
  *
  * @module
  */
-import { type AuthorizationServer, createAuthorizationServer } from "../../mod.ts";
+import { type AuthorizationServer, createAuthorizationServer, type Storage } from "../../mod.ts";
 
 export const ISSUER = "http://127.0.0.1";
 /** The spec's token address (spec §4.2), the one a spec client calls. */
@@ -81,9 +81,10 @@ export async function bareFetch(request: Request): Promise<Response> {
  * The server under test: a confidential client_credentials client and a public PKCE client with refresh
  * tokens. Throttling stays on, as in production; it only counts failures and every secret here is valid.
  */
-export async function createBenchServer(): Promise<AuthorizationServer> {
+export async function createBenchServer(storage?: Storage): Promise<AuthorizationServer> {
   const server = createAuthorizationServer({
     issuer: ISSUER,
+    ...(storage ? { storage } : {}),
     scopes: { read: "Read your reports" },
     // The end user is already signed in: the bench measures the token endpoint, not a login form.
     authenticateUser: () => ({ id: "bench-user" }),

@@ -172,8 +172,10 @@ export async function runInProcess(options: {
   warmup: number;
   rounds: number;
   only: readonly ScenarioName[];
+  /** The server to measure (test/bench/storage.ts passes one per store); default a memory-store server. */
+  server?: AuthorizationServer;
 }): Promise<Record<string, Measurement>> {
-  const server = await createBenchServer();
+  const server = options.server ?? await createBenchServer();
   const all = await scenarios(server);
   const samples = new Map<ScenarioName, Samples>();
   const errors = new Map<ScenarioName, number>();

@@ -3,7 +3,7 @@
  *
  *   tsx test/bench/run.ts [--seconds 5] [--rounds 2] [--warmup 2] [--inprocess-seconds 2]
  *                         [--runtimes node,deno,bun] [--connections 32] [--no-http] [--no-inprocess]
- *                         [--only SCENARIOS] [--profile] [--node-tsx] [--smoke] [--out DIR]
+ *                         [--only SCENARIOS] [--profile] [--node-tsx] [--smoke] [--no-storage] [--out DIR]
  *
  * In-process rows run `test/bench/inprocess.ts` on each runtime as a child process; on Node, the bench's entry
  * points are first compiled with tsc (`test/bench/tsconfig.json`), so Node runs JavaScript as npm users do.
@@ -65,6 +65,8 @@ const options = {
   runtimes: (flags.get("runtimes") ?? (smoke ? "node" : "node,deno,bun")).split(",") as Runtime[],
   http: !flags.has("no-http"),
   inprocess: !flags.has("no-inprocess"),
+  /** The storage rows (memory, SQLite, PostgreSQL), Node only; not in --smoke. */
+  storage: !flags.has("no-storage") && !smoke,
   profile: flags.has("profile"),
   /** Run the Node rows through tsx instead of the tsc build. */
   nodeTsx: flags.has("node-tsx"),
@@ -324,12 +326,12 @@ async function httpRound(runtime: Runtime, scenario: HttpScenario): Promise<Load
 // Table
 
 interface Row {
-  section: "in-process" | "http";
+  section: "in-process" | "http" | "storage";
   runtime: Runtime;
   scenario: string;
   label: string;
   result: Measurement;
-  /** Rate divided by the bare baseline of the same runtime and section. */
+  /** Rate divided by the bare baseline of the same runtime and section (storage rows: by the memory store). */
   ratio?: number;
   target?: { kind: "ratio" | "rate"; value: number; met: boolean };
 }
@@ -353,6 +355,13 @@ const HTTP_LABELS: Record<string, string> = {
 function targetOf(row: Row): Row["target"] {
   const ratio = (value: number) => ({ kind: "ratio" as const, value, met: (row.ratio ?? 0) >= value });
   const rate = (value: number) => ({ kind: "rate" as const, value, met: row.result.rate >= value });
+  if (row.section === "storage") {
+    // Issue 10: ratios to the memory store measured in the same run.
+    if (row.label.endsWith("on SQLite") && row.scenario === "client_credentials") return ratio(0.5);
+    if (row.label.endsWith("on SQLite") && row.scenario === "refresh_token") return ratio(0.4);
+    if (row.label.endsWith("on PostgreSQL") && row.scenario === "client_credentials") return ratio(0.25);
+    return undefined;
+  }
   if (row.section === "http") {
     if (row.scenario === "client_credentials") return ratio(row.runtime === "node" ? 0.55 : 0.6);
     if (row.scenario === "authorization_code" && row.runtime === "node") return ratio(0.35);
@@ -442,6 +451,29 @@ async function main(): Promise<number> {
       for (const scenario of only) {
         const result = results[scenario]!;
         rows.push({ section: "in-process", runtime, scenario, label: LABELS[scenario]!, result, ratio: result.rate / bare });
+      }
+    }
+  }
+
+  if (options.storage) {
+    process.stderr.write("storage rows (memory, SQLite, PostgreSQL) on node...\n");
+    const child = start("node", "storage.ts", [
+      "--seconds", String(options.inprocessSeconds), "--rounds", String(options.inprocessRounds), "--warmup", "1",
+    ]);
+    const output = await firstLine<{ results: Record<string, Record<string, Measurement>>; skipped: Record<string, string> }>(
+      child,
+      (3 * 4 * (options.inprocessSeconds * options.inprocessRounds + 2) + 120) * 1000,
+    );
+    await stop(child);
+    for (const [store, reason] of Object.entries(output.skipped)) process.stderr.write(`  ${store} skipped: ${reason}\n`);
+    const names: Record<string, string> = { memory: "memory store", sqlite: "SQLite", postgres: "PostgreSQL" };
+    for (const [store, results] of Object.entries(output.results)) {
+      for (const [scenario, result] of Object.entries(results)) {
+        const memory = output.results.memory?.[scenario]?.rate;
+        rows.push({
+          section: "storage", runtime: "node", scenario, label: `${LABELS[scenario]} on ${names[store] ?? store}`, result,
+          ...(memory ? { ratio: result.rate / memory } : {}),
+        });
       }
     }
   }
