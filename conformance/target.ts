@@ -69,6 +69,10 @@ export interface Target {
   /** A scope the server knows but that none of the clients is allowed. */
   forbidden_scope: string;
   approval: ApprovalConfig;
+  /** RFC 8414 metadata. Default: `/.well-known/oauth-authorization-server` + the issuer's path, at its origin. */
+  metadata_url: string;
+  /** Optional: the RFC 7009 revocation endpoint. Default: the metadata's `revocation_endpoint`. */
+  revocation_url?: string;
   /** Optional: an endpoint that moves the server's clock (POST `{"advance_ms": N}`), for the expiry cases. */
   clock_url?: string;
   /** Seconds an authorization code lives; the expiry case waits this long plus a minute. Default 600. */
@@ -192,6 +196,9 @@ export function parseTarget(input: unknown, options: ParseTargetOptions = {}): T
   const authorize = url(input, "authorize_url", "", DEFAULT_PATHS.authorize_url);
   const token = url(input, "token_url", "", DEFAULT_PATHS.token_url);
   const issuer = input.issuer === undefined ? base : str(input, "issuer", "");
+  if (issuer !== undefined && !isAbsolute(issuer)) bad("issuer", "must be an absolute http(s) URL", issuer);
+  const revocation = input.revocation_url === undefined ? undefined : url(input, "revocation_url", "");
+  const metadata = input.metadata_url === undefined ? undefined : url(input, "metadata_url", "");
   let clockUrl: string | undefined;
   if (input.clock !== undefined) {
     if (!isObj(input.clock)) bad("clock", "must be an object with a url");
@@ -220,7 +227,9 @@ export function parseTarget(input: unknown, options: ParseTargetOptions = {}): T
     forbidden_scope: forbidden!,
     approval: approval!,
     code_lifetime_s: lifetime as number,
+    metadata_url: metadata ?? wellKnown(issuer!),
   };
+  if (revocation !== undefined) target.revocation_url = revocation;
   if (resource) target.resource = resource;
   if (clockUrl !== undefined) target.clock_url = clockUrl;
   return target;
@@ -286,6 +295,13 @@ function parseApproval(
     return { driver, module: resolved, deny };
   }
   return bad("approval.driver", `must be "html_form" or "module"`, driver);
+}
+
+/** RFC 8414 §3: the well-known segment goes between the host and the issuer's path. */
+function wellKnown(issuer: string): string {
+  const u = new URL(issuer);
+  const path = u.pathname === "/" ? "" : u.pathname.replace(/\/+$/, "");
+  return `${u.origin}/.well-known/oauth-authorization-server${path}`;
 }
 
 function isAbsolute(value: string): boolean {

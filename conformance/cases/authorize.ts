@@ -5,7 +5,7 @@
  * @module
  */
 import type { CaseDef } from "../case.ts";
-import { ALL, SPEC, CONTROL } from "./profiles.ts";
+import { ALL, BCP, CONTROL, SPEC } from "./profiles.ts";
 import { expectRedirectError, expectTokens } from "../checks.ts";
 import type { CaseContext, Fields } from "../context.ts";
 import { makeVerifier, randomString, s256 } from "../pkce.ts";
@@ -229,6 +229,25 @@ export const cases: CaseDef[] = [
         const iss = params.get("iss");
         if (iss !== null) ctx.check(iss === ctx.target.issuer, `${what}: iss is ${JSON.stringify(iss)}, expected ${JSON.stringify(ctx.target.issuer)}`);
       }
+    },
+  },
+  {
+    id: "AUTHZ-IMPLICIT-REFUSED",
+    title: "The implicit grant (response_type=token) issues no access token",
+    area: "authorize",
+    ref: "RFC 9700 §2.1.2 (SHOULD NOT use the implicit grant); OAuth 2.1 §10.1 (removed); spec §4.1 (response_type fixed code)",
+    level: "MUST",
+    profiles: BCP,
+    needs: [CONTROL.authorize],
+    security: true,
+    async run(ctx) {
+      const params: Fields = { ...(await publicParams(ctx)), response_type: "token" };
+      const outcome = await ctx.outcome(ctx.authorizeUrl(params));
+      // Every Location of the attempt is searched: a token in any fragment or query is a failure.
+      const leaked = outcome.exchanges.find((e) => /[#?&]access_token=/.test(e.response?.headers.location ?? ""));
+      ctx.check(leaked === undefined, "The server issued an access token by redirect (implicit grant)", leaked);
+      if (outcome.kind === "refused") return `Refused without a redirect (${outcome.message})`;
+      expectRedirectError(ctx, outcome, ["unsupported_response_type", "unauthorized_client", "invalid_request"], params.state, "response_type=token");
     },
   },
 ];

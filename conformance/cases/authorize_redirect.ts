@@ -6,7 +6,7 @@
  * @module
  */
 import type { CaseDef } from "../case.ts";
-import { ALL, CONTROL } from "./profiles.ts";
+import { ALL, CONTROL, MODERN, SPEC } from "./profiles.ts";
 import type { AuthzOutcome, CaseContext, Fields } from "../context.ts";
 import { isRedirectTo } from "../drivers/driver.ts";
 import { makeVerifier, s256 } from "../pkce.ts";
@@ -55,16 +55,162 @@ function variants(registered: string): [string, string][] {
     return u.href;
   };
   list.push(["a longer path", path(`${url.pathname}x`)]);
-  list.push(["a trailing slash", path(url.pathname.endsWith("/") ? `${url.pathname}x/` : `${url.pathname}/`)]);
-  const upper = url.pathname.toUpperCase();
-  if (upper !== url.pathname) list.push(["a path in upper case", path(upper)]);
   const q = new URL(url);
   q.searchParams.append("x_conformance", "1");
   list.push(["an extra query parameter", q.href]);
   return list;
 }
 
+/** The registered URI split as written (no parsing: a parser would normalise what the cases vary). */
+function parts(uri: string): { scheme: string; authority: string; path: string; rest: string } | undefined {
+  const m = /^([a-z][a-z0-9+.-]*):\/\/([^/?#]*)([^?#]*)(.*)$/i.exec(uri);
+  return m ? { scheme: m[1]!, authority: m[2]!, path: m[3]!, rest: m[4]! } : undefined;
+}
+
+/** Whether a URI is an http loopback one (RFC 8252 §7.3: any port must match). */
+function isLoopback(uri: string): boolean {
+  return /^http:\/\/(127\.0\.0\.1|\[::1\]|localhost)(:\d+)?([/?#]|$)/i.test(uri);
+}
+
+/** One way a redirect URI can differ from the registered one, which exact string matching must refuse. */
+interface Variant {
+  id: string;
+  what: string;
+  /** The variant of `registered`, or a reason to skip. */
+  make(registered: string): string | { skip: string };
+}
+
+const SEGMENT = /[^/]+\/?$/;
+
+/** The variants of RFC 9700 §4.1.3's exact matching, each a case of its own so that each is proven alone. */
+export const REDIRECT_VARIANTS: readonly Variant[] = [
+  {
+    id: "PORT",
+    what: "another port",
+    make(r) {
+      if (isLoopback(r)) return { skip: "The registered redirect_uri is a loopback one, which may match on any port (RFC 8252 §7.3)" };
+      const p = parts(r)!;
+      const m = /^(.*?)(?::(\d+))?$/.exec(p.authority)!;
+      const port = m[2] === undefined ? (p.scheme.toLowerCase() === "https" ? 8443 : 8080) : Number(m[2]) + 1;
+      return `${p.scheme}://${m[1]}:${port}${p.path}${p.rest}`;
+    },
+  },
+  {
+    id: "SCHEME",
+    what: "the other scheme",
+    make(r) {
+      const p = parts(r)!;
+      const other = p.scheme.toLowerCase() === "https" ? "http" : "https";
+      return `${other}://${p.authority}${p.path}${p.rest}`;
+    },
+  },
+  {
+    id: "HOST-SUFFIX",
+    what: "a suffix on the host",
+    make(r) {
+      const p = parts(r)!;
+      const m = /^(\[[^\]]*\]|[^:]*)(:\d+)?$/.exec(p.authority)!;
+      if (m[1]!.startsWith("[")) return { skip: "The registered host is an IPv6 literal" };
+      return `${p.scheme}://${m[1]}.attacker.example${m[2] ?? ""}${p.path}${p.rest}`;
+    },
+  },
+  {
+    id: "USERINFO",
+    what: "userinfo before the host",
+    make(r) {
+      const p = parts(r)!;
+      return `${p.scheme}://attacker@${p.authority}${p.path}${p.rest}`;
+    },
+  },
+  {
+    id: "DOT-SEGMENTS",
+    what: "dot segments in the path",
+    make(r) {
+      const p = parts(r)!;
+      const path = p.path === "" ? "/" : p.path;
+      return `${p.scheme}://${p.authority}${path.replace(SEGMENT, (last) => `x/../${last}`)}${p.rest}`;
+    },
+  },
+  {
+    id: "PERCENT-ENCODING",
+    what: "a percent-encoded character in the path",
+    make(r) {
+      const p = parts(r)!;
+      const i = p.path.search(/[a-z0-9]/i);
+      if (i === -1) return { skip: "The registered path has no character to encode" };
+      const hex = p.path.charCodeAt(i).toString(16).toUpperCase();
+      return `${p.scheme}://${p.authority}${p.path.slice(0, i)}%${hex}${p.path.slice(i + 1)}${p.rest}`;
+    },
+  },
+  {
+    id: "FRAGMENT",
+    what: "a fragment",
+    make(r) {
+      return r.includes("#") ? { skip: "The registered redirect_uri has a fragment" } : `${r}#x-conformance`;
+    },
+  },
+  {
+    id: "CASE",
+    what: "the path in another case",
+    make(r) {
+      const p = parts(r)!;
+      const swapped = [...p.path].map((c) => c === c.toUpperCase() ? c.toLowerCase() : c.toUpperCase()).join("");
+      if (swapped === p.path) return { skip: "The registered path has no letters" };
+      return `${p.scheme}://${p.authority}${swapped}${p.rest}`;
+    },
+  },
+  {
+    id: "TRAILING-SLASH",
+    what: "a trailing slash",
+    make(r) {
+      const p = parts(r)!;
+      const path = p.path.endsWith("/") ? p.path.slice(0, -1) : `${p.path}/`;
+      if (path === "") return { skip: "The registered path is only a slash" };
+      return `${p.scheme}://${p.authority}${path}${p.rest}`;
+    },
+  },
+];
+
+/** One case per variant: never a redirect to it (nor a code for it). */
+const variantCases: CaseDef[] = REDIRECT_VARIANTS.map((v): CaseDef => ({
+  id: `AUTHZ-REDIRECT-VARIANT-${v.id}`,
+  title: `A redirect_uri that differs from the registered one only by ${v.what} is refused without redirect`,
+  area: "authorize",
+  ref: "RFC 6749 §3.1.2.4, §4.1.2.1; RFC 9700 §2.1, §4.1.3 (exact string matching)",
+  level: "MUST",
+  profiles: ALL,
+  needs: [CONTROL.authorize],
+  security: true,
+  async run(ctx) {
+    const made = v.make(ctx.target.clients.public.redirect_uri);
+    if (typeof made !== "string") return ctx.skip(made.skip);
+    await expectNoRedirect(ctx, { redirect_uri: made }, made, `redirect_uri with ${v.what} (${made})`);
+  },
+}));
+
 export const cases: CaseDef[] = [
+  ...variantCases,
+  {
+    id: "AUTHZ-REDIRECT-LOOPBACK-ANY-PORT",
+    title: "A loopback redirect_uri is accepted on any port",
+    area: "authorize",
+    ref: "RFC 8252 §7.3, §8.3 (loopback: any port); RFC 9700 §2.1; OAuth 2.1 §8.4.2",
+    level: "MUST",
+    profiles: MODERN,
+    needs: [CONTROL.authorize],
+    positive: true,
+    async run(ctx) {
+      const registered = ctx.target.clients.public.redirect_uri;
+      if (!isLoopback(registered)) ctx.skip("The public client's registered redirect_uri is not a loopback one");
+      const p = parts(registered)!;
+      const host = p.authority.replace(/:\d+$/, "");
+      const port = /:(\d+)$/.exec(p.authority)?.[1] === "54321" ? 54322 : 54321;
+      const uri = `${p.scheme}://${host}:${port}${p.path}${p.rest}`;
+      const grant = await ctx.code("public", { params: { redirect_uri: uri } });
+      ctx.check(isRedirectTo(grant.redirect, uri), `The code came back to ${grant.redirect.href}, not to ${uri}`);
+      await ctx.twin(await ctx.redeem(grant), `redeeming the code issued for ${uri}`);
+    },
+  },
   {
     id: "AUTHZ-REDIRECT-UNREGISTERED-NO-REDIRECT",
     title: "An unregistered redirect_uri is refused without redirecting to it",
@@ -123,7 +269,7 @@ export const cases: CaseDef[] = [
     area: "authorize",
     ref: "spec §4.1 (redirect_uri: all requests); RFC 6749 §3.1.2.3 allows the one registered URI instead",
     level: "SHOULD",
-    profiles: ALL,
+    profiles: SPEC,
     needs: [CONTROL.authorize],
     async run(ctx) {
       const registered = ctx.target.clients.public.redirect_uri;

@@ -5,7 +5,7 @@
  * @module
  */
 import type { CaseDef } from "../case.ts";
-import { ALL, CONTROL } from "./profiles.ts";
+import { ALL, BCP, CONTROL } from "./profiles.ts";
 import type { CaseContext } from "../context.ts";
 import type { Reply } from "../http.ts";
 import { randomString } from "../pkce.ts";
@@ -129,6 +129,24 @@ export const cases: CaseDef[] = [
       ctx.check(reply.status === 403, `Expected 403, got ${reply.status}`, reply);
       const challenge = bearerChallenge(reply) ?? "";
       ctx.check(/\berror\s*=\s*"?insufficient_scope"?/.test(challenge), `WWW-Authenticate should say error="insufficient_scope", got ${JSON.stringify(reply.headers.get("www-authenticate"))}`, reply);
+    },
+  },
+  {
+    id: "BEARER-QUERY-IGNORED",
+    title: "An access token in the query string is not accepted",
+    area: "bearer",
+    ref: "RFC 9700 §4.3.2 (no tokens in URLs); OAuth 2.1 §5.2 (MUST NOT be sent in the query); RFC 6750 §2.3 made it optional",
+    level: "MUST",
+    profiles: BCP,
+    needs: [CONTROL.bearer],
+    security: true,
+    async run(ctx) {
+      const r = resource(ctx);
+      const token = await accessToken(ctx, r.client, r.scope);
+      const url = new URL(r.url);
+      url.searchParams.set("access_token", token);
+      const reply = await call(ctx, url.href);
+      ctx.check(reply.status === 401 || reply.status === 400, `A valid token in the query was accepted: ${reply.status}`, reply);
     },
   },
 ];

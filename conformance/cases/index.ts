@@ -7,6 +7,9 @@ import type { CaseDef } from "../case.ts";
 import { cases as authorize } from "./authorize.ts";
 import { cases as authorizeRedirect } from "./authorize_redirect.ts";
 import { cases as bearer } from "./bearer.ts";
+import { cases as concurrency } from "./concurrency.ts";
+import { cases as metadata } from "./metadata.ts";
+import { cases as pages } from "./pages.ts";
 import { cases as response } from "./response.ts";
 import { cases as securityCode } from "./security_code.ts";
 import { cases as securityRefresh } from "./security_refresh.ts";
@@ -27,4 +30,7 @@ export const ALL_CASES: readonly CaseDef[] = [
   ...bearer,
   ...securityCode,
   ...securityRefresh,
+  ...concurrency,
+  ...pages,
+  ...metadata,
 ];

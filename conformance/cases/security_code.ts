@@ -179,4 +179,52 @@ export const cases: CaseDef[] = [
       return "The code was issued, and refused at the token endpoint";
     },
   },
+  {
+    id: "SEC-PKCE-VERIFIER-OTHER-REQUEST",
+    title: "A code_verifier of another authorization request is refused",
+    area: "security",
+    ref: "RFC 7636 §4.6 (the verifier must match this code's challenge); RFC 9700 §4.8",
+    level: "MUST",
+    profiles: ALL,
+    needs: [CONTROL.codePublic],
+    cells: [{ column: "AC-PUB", row: "code_verifier" }],
+    async run(ctx) {
+      const mine = await ctx.code("public");
+      const other = await ctx.code("public");
+      // Both are live: the other request's verifier is valid, just not for this code.
+      expectError(ctx, await ctx.redeem(mine, { code_verifier: other.verifier }), ["invalid_grant"], "the code_verifier of another request");
+      await ctx.twin(await ctx.redeem(other), "redeeming the other code with its own verifier");
+    },
+  },
+  {
+    id: "SEC-PKCE-NOT-CLIENT-AUTH",
+    title: "PKCE does not replace a confidential client's authentication",
+    area: "security",
+    ref: "RFC 6749 §4.1.3 (authenticate a confidential client), §3.2.1; RFC 9700 §2.1.1 (PKCE is no client authentication)",
+    level: "MUST",
+    profiles: ALL,
+    needs: [CONTROL.codeConfidential],
+    async run(ctx) {
+      const grant = await ctx.code("confidential", { pkce: true });
+      const reply = await ctx.redeem(grant, { client_secret: undefined });
+      expectError(ctx, reply, ["invalid_client", "invalid_request"], "a confidential client's PKCE code redeemed with the verifier but no client_secret");
+    },
+  },
+  {
+    id: "SEC-CODE-EXPIRED",
+    title: "An authorization code is refused once it has expired",
+    area: "security",
+    ref: "RFC 6749 §4.1.2 (short lifetime, 10 minutes maximum RECOMMENDED), §5.2 (invalid_grant: expired)",
+    level: "MUST",
+    profiles: ALL,
+    needs: [CONTROL.codeConfidential],
+    async run(ctx) {
+      if (!ctx.hasClock) {
+        ctx.skip('Needs a settable clock: set "clock.url" in the target file (or pass `clock` in process), and "code_lifetime_s"');
+      }
+      const grant = await ctx.code("confidential");
+      await ctx.advanceClock((ctx.target.code_lifetime_s + 60) * 1000);
+      expectError(ctx, await ctx.redeem(grant), ["invalid_grant"], `a code redeemed ${ctx.target.code_lifetime_s + 60} s after it was issued`);
+    },
+  },
 ];

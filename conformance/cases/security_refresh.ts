@@ -107,4 +107,50 @@ export const cases: CaseDef[] = [
       if (tried === 0) ctx.skip("Neither clients.public.extra_scope nor clients.confidential.extra_scope is set");
     },
   },
+  {
+    id: "SEC-REFRESH-ROTATION-CONFIDENTIAL",
+    title: "A confidential client's refresh token is rotated too, and the old one refused",
+    area: "security",
+    ref: "RFC 9700 §4.14.2 (refresh token rotation); RFC 6749 §6 (MAY issue a new refresh token)",
+    level: "SHOULD",
+    profiles: BCP,
+    needs: [CONTROL.refreshConfidential],
+    async run(ctx) {
+      const first = await ctx.refreshToken("confidential");
+      const client = first.grant.client;
+      const next = await ctx.twin(await ctx.refresh(client, first.refresh_token), "the first refresh");
+      ctx.check(next.refresh_token !== undefined && next.refresh_token !== first.refresh_token, "The refresh returned no new refresh_token", next.reply);
+      expectError(ctx, await ctx.refresh(client, first.refresh_token), ["invalid_grant"], "the rotated-out refresh token");
+    },
+  },
+  {
+    id: "SEC-REFRESH-REUSE-KILLS-ALL",
+    title: "After a refresh token reuse, every token of the grant is dead: refresh tokens and access tokens",
+    area: "security",
+    ref: "RFC 9700 §4.14.2 (on reuse, invalidate the refresh tokens of the grant); RFC 6749 §10.4",
+    level: "SHOULD",
+    profiles: BCP,
+    needs: [CONTROL.refreshPublic],
+    async run(ctx) {
+      const resource = ctx.target.resource;
+      const first = await ctx.refreshToken("public");
+      const client = first.grant.client;
+      const next = await ctx.twin(await ctx.refresh(client, first.refresh_token), "the first refresh");
+      if (next.refresh_token === undefined || next.refresh_token === first.refresh_token) return ctx.skip("The refresh token was not rotated");
+      const call = (token: string) => ctx.http.send("GET", resource!.url, { headers: { authorization: `Bearer ${token}`, accept: "application/json" } });
+      const scoped = resource !== undefined && resource.scope === client.scope;
+      if (scoped) {
+        const before = await call(next.access_token);
+        if (before.status !== 200) return ctx.skip(`The resource does not take the public client's token (${summary(before)})`);
+      }
+      await ctx.refresh(client, first.refresh_token);
+      const rt = await ctx.refresh(client, next.refresh_token);
+      ctx.check(rt.status >= 400, `The newest refresh token still works after the reuse: ${summary(rt)}`, rt);
+      if (!scoped) return "Access tokens not checked: the target's resource does not take the public client's scope";
+      for (const [what, token] of [["the first access token", first.access_token], ["the newest access token", next.access_token]] as const) {
+        const reply = await call(token);
+        ctx.check(reply.status === 401, `${what} still works at the resource after the reuse: ${summary(reply)}`, reply);
+      }
+    },
+  },
 ];

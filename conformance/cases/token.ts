@@ -5,7 +5,7 @@
  * @module
  */
 import type { CaseDef } from "../case.ts";
-import { ALL, CONTROL } from "./profiles.ts";
+import { ALL, BCP, CONTROL } from "./profiles.ts";
 import { expectError, expectTokens, summary } from "../checks.ts";
 import { basicAuth } from "../context.ts";
 
@@ -160,6 +160,23 @@ export const cases: CaseDef[] = [
       }
       const reply = await ctx.http.send("GET", url, { headers: { accept: "application/json" } });
       ctx.check(reply.status >= 400, `A GET with credentials in the query was answered ${summary(reply)}`, reply);
+    },
+  },
+  {
+    id: "TOKEN-PASSWORD-REFUSED",
+    title: "The resource owner password grant issues no token",
+    area: "token",
+    ref: "RFC 9700 §2.4 (MUST NOT use the password grant); OAuth 2.1 §10.1 (removed); spec §1 (the grants it lists)",
+    level: "MUST",
+    profiles: BCP,
+    needs: [CONTROL.clientCredentials],
+    security: true,
+    async run(ctx) {
+      const client = ctx.target.clients.confidential;
+      const a = ctx.target.approval;
+      const user = a.driver === "html_form" ? { username: a.username, password: a.password } : { username: "conformance-user", password: "x" };
+      const reply = await ctx.token({ grant_type: "password", ...ctx.credentials(client), ...user, scope: client.scope });
+      expectError(ctx, reply, ["unsupported_grant_type", "unauthorized_client", "invalid_grant"], "grant_type=password with the test user's credentials");
     },
   },
 ];

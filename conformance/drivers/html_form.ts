@@ -82,8 +82,8 @@ export function htmlFormDriver(options: HtmlFormDriverOptions): ApprovalDriver {
   };
 }
 
-/** The login form's controls with the username and password filled in. */
-function fillLogin(form: HtmlForm, options: HtmlFormDriverOptions): FormControl[] {
+/** The login form's controls with the username and password filled in (used by the page cases too). */
+export function fillLogin(form: HtmlForm, options: HtmlFormDriverOptions): FormControl[] {
   const inputs = form.controls.filter((c) => c.tag === "input" && !c.disabled);
   const byName = inputs.find((c) => TEXT_INPUT.test(c.type) && /user|login|email|name|account/i.test(c.name ?? ""));
   const user = byName ?? inputs.find((c) => TEXT_INPUT.test(c.type));
@@ -98,8 +98,8 @@ function label(c: FormControl): string {
   return `${c.value} ${c.text}`.trim();
 }
 
-/** Picks the consent form and the button to press: by label, then by name or id. */
-function chooseConsent(forms: HtmlForm[], deny: boolean): { form: HtmlForm; button?: FormControl } | undefined {
+/** Picks the consent form and the button to press: by label, then by name or id (used by the page cases too). */
+export function chooseConsent(forms: HtmlForm[], deny: boolean): { form: HtmlForm; button?: FormControl } | undefined {
   const buttons = forms.flatMap((form) => form.controls.filter(isSubmit).map((button) => ({ form, button })));
   const kind = (text: string) => DENY.test(text) ? "deny" : ALLOW.test(text) ? "allow" : undefined;
   const classify = (c: FormControl) => kind(label(c)) ?? kind(`${c.name ?? ""} ${c.id ?? ""}`);
@@ -114,7 +114,8 @@ function chooseConsent(forms: HtmlForm[], deny: boolean): { form: HtmlForm; butt
   return undefined;
 }
 
-function submit(
+/** The request a browser sends when `submitter` submits `form` with `controls`. */
+export function submit(
   form: HtmlForm,
   controls: FormControl[],
   submitter: FormControl | undefined,

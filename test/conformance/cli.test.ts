@@ -72,11 +72,12 @@ describe("conformance/cli.ts", () => {
     const json = join(dir, "report.json");
     const result = await cli(["--target", TARGET_FILE, "--base-url", baseUrl, "--json", json]);
     const report = JSON.parse(readFileSync(json, "utf8")) as Report;
-    const failing = report.results.filter((r) => r.verdict !== "PASS").map((r) => `${r.verdict} ${r.id}: ${r.message}`);
-    expect(failing).toEqual([]);
+    const failing = report.results.filter((r) => r.verdict !== "PASS").map((r) => `${r.verdict} ${r.id}`);
+    // Over HTTP there is no clock to move, and the demo redirect URI is a loopback one (any port may match).
+    expect(failing).toEqual(["SKIP AUTHZ-REDIRECT-VARIANT-PORT", "SKIP SEC-CODE-EXPIRED"]);
     expect(result.code).toBe(0);
     expect(report.target.base_url).toBe(baseUrl);
-    expect(lastLine(result.stdout)).toBe(`${report.summary.total} passed, 0 failed, 0 blocked`);
+    expect(lastLine(result.stdout)).toBe(`${report.summary.total - 2} passed, 0 failed, 0 blocked`);
   }, 90_000);
 
   it("starts the server itself with --serve, and exits 1 on a MUST failure", async () => {

@@ -1,10 +1,12 @@
 /**
- * Shared set-up of the conformance tests: the reference app in-process, the reference target, and a run.
+ * Shared set-up of the conformance tests: the reference app in-process (with a clock the suite can move), the
+ * reference target, and a run.
  */
 import { readFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
-import { type ConformanceOptions, parseTarget, type Report, runConformance, type Target } from "../../conformance/mod.ts";
+import { type AdvanceClock, type ConformanceOptions, parseTarget, type Report, runConformance, type Target } from "../../conformance/mod.ts";
 import { createReferenceApp } from "../../lib/reference/app.ts";
+import { DEMO_CONFIG, type ReferenceConfig } from "../../lib/reference/config.ts";
 import type { Storage } from "../../lib/storage/types.ts";
 import { memoryStorage } from "../../lib/storage/memory.ts";
 
@@ -13,26 +15,50 @@ export const BASE = "http://127.0.0.1:8080";
 
 export const TARGET_FILE: string = fileURLToPath(new URL("../../conformance/targets/reference.json", import.meta.url));
 
-/** The reference target, as the CLI reads it. */
-export function referenceTarget(): Target {
-  return parseTarget(JSON.parse(readFileSync(TARGET_FILE, "utf8")));
+/** A redirect URI that is not a loopback one, for the cases that loopback URIs skip (any port may match). */
+export const WEB_REDIRECT = "https://client.example/callback";
+
+/** The reference target, as the CLI reads it; `web`: with {@link WEB_REDIRECT} for the code clients. */
+export function referenceTarget(web = false): Target {
+  const json = JSON.parse(readFileSync(TARGET_FILE, "utf8"));
+  if (web) for (const role of ["public", "confidential"]) json.clients[role].redirect_uri = WEB_REDIRECT;
+  return parseTarget(json);
+}
+
+/** The demo configuration with {@link WEB_REDIRECT} as the code clients' redirect URI. */
+export function webConfig(): ReferenceConfig {
+  return {
+    ...DEMO_CONFIG,
+    clients: DEMO_CONFIG.clients.map((c) => c.client_id === "demo-spa" || c.client_id === "demo-web" ? { ...c, redirect_uris: [WEB_REDIRECT] } : c),
+  };
 }
 
 export type Handler = (request: Request) => Promise<Response>;
 
-/** A fresh reference app on its own store (or on `wrap` of it); returns its fetch handler and the store. */
-export async function referenceApp(
-  wrap: (storage: Storage) => Storage = (s) => s,
-): Promise<{ fetch: Handler; storage: Storage }> {
-  const inner = memoryStorage();
-  const storage = wrap(inner);
-  const app = await createReferenceApp({ issuer: BASE, storage, passwordIterations: 1 });
-  return { fetch: app.fetch, storage: inner };
+/** A reference app: its handler, its store, and its clock. */
+export interface TestApp {
+  fetch: Handler;
+  storage: Storage;
+  /** Moves the app's clock forward. */
+  clock: AdvanceClock;
 }
 
-/** Runs the whole suite in-process against `fetch`. */
-export function run(fetch: Handler, options: ConformanceOptions = {}): Promise<Report> {
-  return runConformance(referenceTarget(), { fetch, timeoutMs: 10_000, ...options });
+/** A fresh reference app on its own store (or on `wrap` of it), with a clock the suite can move. */
+export async function referenceApp(
+  wrap: (storage: Storage) => Storage = (s) => s,
+  options: { config?: ReferenceConfig } = {},
+): Promise<TestApp> {
+  let offset = 0;
+  const now = () => Date.now() + offset;
+  const inner = memoryStorage({ clock: now });
+  const storage = wrap(inner);
+  const app = await createReferenceApp({ issuer: BASE, storage, passwordIterations: 1, clock: now, ...(options.config ? { config: options.config } : {}) });
+  return { fetch: app.fetch, storage: inner, clock: (ms) => Promise.resolve(void (offset += ms)) };
+}
+
+/** Runs the whole suite in-process against `fetch` (the reference target, or `target`). */
+export function run(fetch: Handler, options: ConformanceOptions = {}, target: Target = referenceTarget()): Promise<Report> {
+  return runConformance(target, { fetch, timeoutMs: 10_000, ...options });
 }
 
 /** The ids of the cases that did not pass, with their messages, for assertion output. */

@@ -7,16 +7,25 @@ import { sha256 } from "../../lib/crypto.ts";
 import { DEMO_CONFIG } from "../../lib/reference/config.ts";
 import type { Storage } from "../../lib/storage/types.ts";
 import { s256 } from "../../conformance/pkce.ts";
-import { type Handler, referenceApp } from "./reference.ts";
+import type { Profile } from "../../conformance/mod.ts";
+import { REDIRECT_VARIANTS } from "../../conformance/cases/authorize_redirect.ts";
+import { type Handler, referenceApp, type TestApp, WEB_REDIRECT, webConfig } from "./reference.ts";
 
 export interface Variant {
   name: string;
-  /** The cases that must FAIL on this variant. */
+  /** The cases that must FAIL (or WARN, for a SHOULD) on this variant. */
   catches: string[];
-  build(): Promise<Handler>;
+  /** The profile to run in. Default spec. */
+  profile?: Profile;
+  /** Run with a redirect URI that is not a loopback one (see reference.ts WEB_REDIRECT). */
+  web?: boolean;
+  build(): Promise<Handler | TestApp>;
 }
 
 const isToken = (url: URL) => url.searchParams.get("action") === "token" || url.pathname === "/token";
+const isRevoke = (url: URL) => url.pathname === "/revoke";
+const isMetadata = (url: URL) => url.pathname.startsWith("/.well-known/oauth-authorization-server");
+const sleep = (ms: number) => new Promise((done) => setTimeout(done, ms));
 const isAuthorize = (url: URL) => url.searchParams.get("action") === "authorize" || url.pathname === "/authorize";
 const CLIENTS = new Map(DEMO_CONFIG.clients.map((c) => [c.client_id, c]));
 /** The one verifier the "PKCE not checked" variant puts everywhere. */
@@ -82,7 +91,352 @@ function authenticateAs(form: URLSearchParams, clientId: string): void {
 
 const base = async () => (await referenceApp()).fetch;
 
+/**
+ * A server whose redirect_uri matching is `loose`: it accepts what `loose` matches, and redirects to what was
+ * presented, as a server comparing normalised URIs would.
+ */
+function looseRedirects(loose: (presented: string, registered: string) => boolean): () => Promise<Handler> {
+  return async () => {
+    const { fetch } = await referenceApp((s) => s, { config: webConfig() });
+    return async (request) => {
+      const url = new URL(request.url);
+      const presented = url.searchParams.get("redirect_uri");
+      if (!isAuthorize(url) || presented === null || presented === WEB_REDIRECT || !loose(presented, WEB_REDIRECT)) return fetch(request);
+      url.searchParams.set("redirect_uri", WEB_REDIRECT);
+      const body = request.method === "GET" ? undefined : await request.text();
+      const response = await fetch(rebuild(request, url, body));
+      const location = response.headers.get("location");
+      const headers = new Headers(response.headers);
+      if (location === null) {
+        // The pages' form actions carry the query on: put the presented URI back, as the server saw it.
+        const html = (await response.text()).split(encodeURIComponent(WEB_REDIRECT)).join(encodeURIComponent(presented));
+        headers.delete("content-length");
+        return new Response(html, { status: response.status, headers });
+      }
+      if (!location.startsWith(WEB_REDIRECT)) return response;
+      headers.set("location", presented.split("#")[0] + location.slice(WEB_REDIRECT.length));
+      return new Response(null, { status: response.status, headers });
+    };
+  };
+}
+
+/** How each planted matching bug compares a presented redirect URI with the registered one. */
+const LOOSE: Record<string, (presented: string, registered: string) => boolean> = {
+  "PORT": (p, r) => { const a = new URL(p), b = new URL(r); a.port = b.port; return a.href === b.href; },
+  "SCHEME": (p, r) => p.replace(/^https?:/, "") === r.replace(/^https?:/, ""),
+  "HOST-SUFFIX": (p, r) => { const a = new URL(p), b = new URL(r); return a.hostname.startsWith(b.hostname) && a.pathname === b.pathname; },
+  "USERINFO": (p, r) => { const a = new URL(p); a.username = ""; a.password = ""; return a.href === r; },
+  "DOT-SEGMENTS": (p, r) => new URL(p).href === r,
+  "PERCENT-ENCODING": (p, r) => decodeURIComponent(p) === r,
+  "FRAGMENT": (p, r) => p.split("#")[0] === r,
+  "CASE": (p, r) => p.toLowerCase() === r.toLowerCase(),
+  "TRAILING-SLASH": (p, r) => p.replace(/\/$/, "") === r.replace(/\/$/, ""),
+};
+
+const redirectVariants: Variant[] = REDIRECT_VARIANTS.map((v) => ({
+  name: `redirect_uri matched ignoring ${v.what}`,
+  catches: [`AUTHZ-REDIRECT-VARIANT-${v.id}`],
+  web: true,
+  build: looseRedirects(LOOSE[v.id]!),
+}));
+
+/** Registered clients by id, in the demo configuration. */
+const isConfidential = (id: string | null) => id !== null && CLIENTS.get(id)?.client_secret !== undefined;
+
+const moreVariants: Variant[] = [
+  ...redirectVariants,
+  {
+    name: "a loopback redirect_uri only on its registered port",
+    catches: ["AUTHZ-REDIRECT-LOOPBACK-ANY-PORT"],
+    profile: "oauth2.1",
+    async build() {
+      const app = await base();
+      return async (request) => {
+        const uri = new URL(request.url).searchParams.get("redirect_uri");
+        const registered = [...CLIENTS.values()].some((c) => c.redirect_uris?.includes(uri ?? ""));
+        if (isAuthorize(new URL(request.url)) && uri !== null && !registered) {
+          return new Response("<title>Bad redirect_uri</title>", { status: 400, headers: { "content-type": "text/html" } });
+        }
+        return app(request);
+      };
+    },
+  },
+  {
+    name: "a check-then-delete race in code redemption",
+    catches: ["CONC-CODE-PARALLEL"],
+    async build() {
+      return referenceApp((store) =>
+        wrapStorage(store, (inner) => ({
+          async redeemCode(hash, tokens, now) {
+            const code = await inner.findCode(hash, now);
+            if (code === null) return null;
+            await sleep(5);
+            // Marks it redeemed, but the check above already let every racer through.
+            await inner.redeemCode(hash, tokens, now);
+            return code;
+          },
+        }))
+      );
+    },
+  },
+  {
+    name: "a check-then-rotate race in refresh rotation",
+    catches: ["CONC-REFRESH-PARALLEL"],
+    async build() {
+      return referenceApp((store) =>
+        wrapStorage(store, (inner) => ({
+          async rotateRefreshToken(hash, next, now, graceMs) {
+            const found = await inner.findRefreshToken(hash, now);
+            if (found === null) return null;
+            await sleep(5);
+            await inner.rotateRefreshToken(hash, next, now, graceMs);
+            return found;
+          },
+        }))
+      );
+    },
+  },
+  {
+    name: "any issued challenge's verifier accepted for any code",
+    catches: ["SEC-PKCE-VERIFIER-OTHER-REQUEST"],
+    async build() {
+      const fixed = await s256(FIXED_VERIFIER);
+      const challenges = new Set<string>();
+      const app = editAuthorizeQuery(await base(), (q) => {
+        const c = q.get("code_challenge");
+        if (c !== null && c !== fixed) {
+          challenges.add(c);
+          q.set("code_challenge", fixed);
+        }
+      });
+      return editTokenForm(app, async (form) => {
+        const v = form.get("code_verifier");
+        if (v !== null && challenges.has(await s256(v))) form.set("code_verifier", FIXED_VERIFIER);
+      });
+    },
+  },
+  {
+    name: "PKCE taken as client authentication",
+    catches: ["SEC-PKCE-NOT-CLIENT-AUTH"],
+    async build() {
+      return editTokenForm(await base(), (form, request) => {
+        const id = form.get("client_id");
+        if (form.get("grant_type") === "authorization_code" && form.has("code_verifier") && !form.has("client_secret") &&
+          !request.headers.has("authorization") && isConfidential(id)) {
+          form.set("client_secret", CLIENTS.get(id!)!.client_secret!);
+        }
+      });
+    },
+  },
+  {
+    name: "codes that never expire",
+    catches: ["SEC-CODE-EXPIRED"],
+    async build() {
+      return referenceApp((store) =>
+        wrapStorage(store, (inner) => ({
+          // Every code is stored as living ten years.
+          saveCode: (code, limit) => inner.saveCode({ ...code, expires_at: code.expires_at + 10 * 365 * 86_400_000 }, limit),
+        }))
+      );
+    },
+  },
+  {
+    name: "a confidential client's refresh token never rotated",
+    catches: ["SEC-REFRESH-ROTATION-CONFIDENTIAL"],
+    async build() {
+      const app = await base();
+      // Hands the presented token back instead of the new one, and swaps it for the newest on the next use.
+      const rotated = new Map<string, string>();
+      return async (request) => {
+        const url = new URL(request.url);
+        if (request.method !== "POST" || !isToken(url)) return app(request);
+        const form = new URLSearchParams(await request.text());
+        const presented = form.get("refresh_token");
+        if (form.get("grant_type") !== "refresh_token" || presented === null || !isConfidential(form.get("client_id"))) {
+          return app(rebuild(request, url, form.toString()));
+        }
+        const latest = rotated.get(presented) ?? presented;
+        form.set("refresh_token", latest);
+        const response = await app(rebuild(request, url, form.toString()));
+        const body = await response.clone().json().catch(() => null) as Record<string, unknown> | null;
+        if (response.status !== 200 || typeof body?.refresh_token !== "string") return response;
+        rotated.set(presented, body.refresh_token);
+        return Response.json({ ...body, refresh_token: presented }, { headers: response.headers });
+      };
+    },
+  },
+  {
+    name: "a refresh token reuse that revokes nothing",
+    catches: ["SEC-REFRESH-REUSE-KILLS-ALL", "SEC-REFRESH-REUSE-REVOKES"],
+    async build() {
+      return referenceApp((store) => wrapStorage(store, () => ({ revokeGrant: () => Promise.resolve() })));
+    },
+  },
+  {
+    name: "the implicit grant served",
+    catches: ["AUTHZ-IMPLICIT-REFUSED"],
+    async build() {
+      const app = await base();
+      return async (request) => {
+        const url = new URL(request.url);
+        if (!isAuthorize(url) || url.searchParams.get("response_type") !== "token") return app(request);
+        url.searchParams.set("response_type", "code");
+        const body = request.method === "GET" ? undefined : await request.text();
+        const response = await app(rebuild(request, url, body));
+        const location = response.headers.get("location");
+        if (location === null || !location.includes("code=")) return response;
+        const to = new URL(location);
+        to.hash = `access_token=implicit-token&token_type=Bearer&state=${to.searchParams.get("state") ?? ""}`;
+        to.search = "";
+        return new Response(null, { status: 302, headers: { location: to.href } });
+      };
+    },
+  },
+  {
+    name: "the password grant served",
+    catches: ["TOKEN-PASSWORD-REFUSED"],
+    async build() {
+      const app = await base();
+      return async (request) => {
+        const url = new URL(request.url);
+        if (request.method === "POST" && isToken(url) && (await request.clone().text()).includes("grant_type=password")) {
+          return Response.json({ access_token: "password-token", token_type: "Bearer", expires_in: 60 }, { headers: { "cache-control": "no-store" } });
+        }
+        return app(request);
+      };
+    },
+  },
+  {
+    name: "a Bearer token in the query accepted",
+    catches: ["BEARER-QUERY-IGNORED"],
+    async build() {
+      const app = await base();
+      return (request) => {
+        const url = new URL(request.url);
+        const token = url.searchParams.get("access_token");
+        if (!url.pathname.startsWith("/api/") || token === null) return app(request);
+        url.searchParams.delete("access_token");
+        const headers = new Headers(request.headers);
+        headers.set("authorization", `Bearer ${token}`);
+        return app(new Request(url, { headers }));
+      };
+    },
+  },
+  {
+    name: "pages that may be framed",
+    catches: ["PAGES-FRAMING"],
+    async build() {
+      return editResponse(await base(), isAuthorize, (response) => {
+        const headers = new Headers(response.headers);
+        headers.delete("x-frame-options");
+        headers.delete("content-security-policy");
+        return new Response(response.body, { status: response.status, headers });
+      });
+    },
+  },
+  {
+    name: "the consent form's CSRF token not checked",
+    catches: ["PAGES-CSRF"],
+    async build() {
+      const app = await base();
+      // Remembers the last CSRF token each session was shown, and puts it back when a POST lacks it.
+      const shown = new Map<string, string>();
+      return async (request) => {
+        const url = new URL(request.url);
+        const cookie = request.headers.get("cookie") ?? "";
+        if (isAuthorize(url) && request.method === "POST") {
+          const form = new URLSearchParams(await request.text());
+          const token = shown.get(cookie);
+          if (!form.has("csrf") && token !== undefined) form.set("csrf", token);
+          return app(rebuild(request, url, form.toString()));
+        }
+        const response = await app(request);
+        if (isAuthorize(url) && (response.headers.get("content-type") ?? "").includes("text/html")) {
+          const html = await response.clone().text();
+          const token = /name="csrf" value="([^"]*)"/.exec(html)?.[1];
+          if (token !== undefined) shown.set(cookie, token.replace(/&amp;/g, "&"));
+        }
+        return response;
+      };
+    },
+  },
+  {
+    name: "metadata that names another issuer",
+    catches: ["META-DISCOVERY"],
+    async build() {
+      return editResponse(await base(), isMetadata, async (response) => {
+        const body = await response.json() as Record<string, unknown>;
+        return Response.json({ ...body, issuer: "https://other.example" });
+      });
+    },
+  },
+  {
+    name: "metadata that leaves out a grant it serves",
+    catches: ["META-CLAIMS-MATCH-BEHAVIOUR"],
+    async build() {
+      return editResponse(await base(), isMetadata, async (response) => {
+        const body = await response.json() as Record<string, unknown>;
+        return Response.json({ ...body, grant_types_supported: ["authorization_code", "refresh_token"] });
+      });
+    },
+  },
+  {
+    name: "iss announced but not sent",
+    catches: ["META-ISS-CONSISTENT"],
+    async build() {
+      return editResponse(await base(), isAuthorize, (response) => {
+        const location = response.headers.get("location");
+        if (location === null || !location.includes("iss=")) return response;
+        const url = new URL(location);
+        url.searchParams.delete("iss");
+        const headers = new Headers(response.headers);
+        headers.set("location", url.href);
+        return new Response(null, { status: response.status, headers });
+      });
+    },
+  },
+  {
+    name: "revocation that revokes nothing",
+    catches: ["REVOKE-REFRESH-TOKEN"],
+    async build() {
+      const app = await base();
+      return (request) => isRevoke(new URL(request.url)) ? Promise.resolve(new Response(null, { status: 200 })) : app(request);
+    },
+  },
+  {
+    name: "revocation of an unknown token refused",
+    catches: ["REVOKE-UNKNOWN-TOKEN-200"],
+    async build() {
+      const { fetch, storage } = await referenceApp();
+      return async (request) => {
+        const url = new URL(request.url);
+        if (!isRevoke(url)) return fetch(request);
+        const token = new URLSearchParams(await request.clone().text()).get("token") ?? "";
+        const hash = await sha256(token);
+        const known = await storage.findRefreshToken(hash, Date.now()) ?? await storage.findAccessToken(hash, Date.now());
+        return known ? fetch(request) : Response.json({ error: "invalid_request" }, { status: 400 });
+      };
+    },
+  },
+  {
+    name: "revocation by any client",
+    catches: ["REVOKE-OTHER-CLIENT"],
+    async build() {
+      const { fetch, storage } = await referenceApp();
+      return async (request) => {
+        const url = new URL(request.url);
+        if (!isRevoke(url)) return fetch(request);
+        const form = new URLSearchParams(await request.text());
+        const record = await storage.findRefreshToken(await sha256(form.get("token") ?? ""), Date.now());
+        if (record !== null) authenticateAs(form, record.client_id);
+        return fetch(rebuild(request, url, form.toString()));
+      };
+    },
+  },
+];
+
 export const VARIANTS: Variant[] = [
+  ...moreVariants,
   {
     name: "PKCE verifier not checked",
     catches: ["SEC-PKCE-VERIFIER-MISMATCH", "SEC-PKCE-VERIFIER-SYNTAX"],
