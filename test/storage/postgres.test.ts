@@ -18,7 +18,7 @@ afterAll(async () => {
 describe.skipIf(!started(server))("storage contract: sqlStorage on PostgreSQL through pg", () => {
   let pool: pg.Pool;
   beforeAll(() => {
-    pool = new pg.Pool({ connectionString: url, max: 20 });
+    pool = new pg.Pool({ connectionString: url, max: 50 }); // one connection per racer of the contract
   });
   afterAll(() => pool.end());
   const store = () => sqlStorage({ dialect: "postgres", query: (t, p) => pool.query(t, p).then((r) => r.rows) });
@@ -63,7 +63,7 @@ describe.skipIf(!started(server))("storage contract: sqlStorage on PostgreSQL th
 describe.skipIf(!started(server))("storage contract: sqlStorage on PostgreSQL through postgres.js", () => {
   let sql: postgres.Sql;
   beforeAll(() => {
-    sql = postgres(url, { max: 20, onnotice: () => {} });
+    sql = postgres(url, { max: 50, onnotice: () => {} });
   });
   afterAll(() => sql.end({ timeout: 5 }));
   const store = () => sqlStorage({ dialect: "postgres", query: (t, p) => sql.unsafe(t, p as postgres.ParameterOrJSON<never>[]) });
