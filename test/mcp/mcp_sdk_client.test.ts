@@ -5,17 +5,11 @@
  * then for none (the default scope is granted), on a loopback redirect URI with a random port, and calls a tool;
  * a token minted for another resource is refused. Node only (vitest): the SDK is a Node devDependency.
  */
-import { createServer, type Server } from "node:http";
-import type { AddressInfo } from "node:net";
-import { Client } from "@modelcontextprotocol/sdk/client/index.js";
-import type { OAuthClientProvider } from "@modelcontextprotocol/sdk/client/auth.js";
-import { UnauthorizedError } from "@modelcontextprotocol/sdk/client/auth.js";
-import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
-import type { OAuthClientInformationMixed, OAuthClientMetadata, OAuthTokens } from "@modelcontextprotocol/sdk/shared/auth.js";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { notesMcpServer } from "../../examples/mcp_server.ts";
 import { type NodeServer, serveNode } from "../../lib/adapters/node.ts";
 import { type AuthorizationServer, createAuthorizationServer, localTokenVerifier } from "../../mod.ts";
+import { callbackListener, connectAndCall, provider } from "./sdk_helpers.ts";
 
 /** The client_id URL of the MCP host's metadata document; the test's document host serves it on loopback. */
 const DOCUMENT_URL = "https://mcp-host.example/oauth/client-metadata.json";
@@ -64,115 +58,6 @@ afterAll(async () => {
   await Promise.all([as, notes, plain, other, documentHost].map((s) => s?.close()));
 });
 
-/** A loopback listener on a random port that receives the authorization response, as a native MCP host does. */
-async function callbackListener(): Promise<{ url: string; code: () => Promise<string>; close: () => Promise<void> }> {
-  let resolve!: (code: string) => void;
-  const received = new Promise<string>((r) => (resolve = r));
-  const listener: Server = createServer((req, res) => {
-    const url = new URL(req.url ?? "/", "http://127.0.0.1");
-    resolve(url.searchParams.get("code") ?? `error:${url.searchParams.get("error")}`);
-    res.end("You can close this window.");
-  });
-  await new Promise<void>((r) => listener.listen(0, "127.0.0.1", r));
-  const { port } = listener.address() as AddressInfo;
-  return {
-    url: `http://127.0.0.1:${port}/callback`,
-    code: () => received,
-    close: () => new Promise<void>((r) => listener.close(() => r())),
-  };
-}
-
-/** The SDK's provider interface, kept in memory; with no metadata document URL, the SDK registers the client. */
-class MemoryProvider implements OAuthClientProvider {
-  info: OAuthClientInformationMixed | undefined;
-  saved: OAuthTokens | undefined;
-  verifier = "";
-  authorizationUrl: URL | undefined;
-  readonly redirect: string;
-  constructor(redirect: string) {
-    this.redirect = redirect;
-  }
-  get redirectUrl(): string {
-    return this.redirect;
-  }
-  get clientMetadata(): OAuthClientMetadata {
-    return {
-      client_name: "Test MCP Host",
-      redirect_uris: [this.redirect],
-      grant_types: ["authorization_code", "refresh_token"],
-      response_types: ["code"],
-      token_endpoint_auth_method: "none",
-    };
-  }
-  clientInformation(): OAuthClientInformationMixed | undefined {
-    return this.info;
-  }
-  saveClientInformation(info: OAuthClientInformationMixed): void {
-    this.info = info;
-  }
-  tokens(): OAuthTokens | undefined {
-    return this.saved;
-  }
-  saveTokens(tokens: OAuthTokens): void {
-    this.saved = tokens;
-  }
-  redirectToAuthorization(url: URL): void {
-    this.authorizationUrl = url;
-  }
-  saveCodeVerifier(verifier: string): void {
-    this.verifier = verifier;
-  }
-  codeVerifier(): string {
-    return this.verifier;
-  }
-}
-
-/** A provider whose client_id is its metadata document's URL (the SDK uses it when the server supports CIMD). */
-class DocumentProvider extends MemoryProvider {
-  get clientMetadataUrl(): string {
-    return DOCUMENT_URL;
-  }
-}
-
-const provider = (useDocument: boolean, redirect: string) =>
-  useDocument ? new DocumentProvider(redirect) : new MemoryProvider(redirect);
-
-/** The user's browser: opens the authorization URL, presses Allow, follows the redirect to the listener. */
-async function userApproves(authorizationUrl: URL): Promise<void> {
-  const page = await fetch(authorizationUrl);
-  const html = await page.text();
-  const csrf = /name="csrf" value="([^"]+)"/.exec(html)?.[1];
-  if (page.status !== 200 || csrf === undefined) throw new Error(`no consent page: ${page.status} ${html.slice(0, 300)}`);
-  const answer = await fetch(authorizationUrl, {
-    method: "POST",
-    headers: { "content-type": "application/x-www-form-urlencoded" },
-    body: new URLSearchParams({ decision: "allow", csrf }),
-    redirect: "manual",
-  });
-  const location = answer.headers.get("location");
-  if (location === null) throw new Error(`no redirect after consent: ${answer.status}`);
-  await fetch(location);
-}
-
-/** Connects the SDK client to an MCP server, authorizing on the way, and calls `whoami`. */
-async function connectAndCall(mcpUrl: string, provider: MemoryProvider, callback: { code: () => Promise<string> }) {
-  const first = new StreamableHTTPClientTransport(new URL(mcpUrl), { authProvider: provider });
-  const client = new Client({ name: "test-host", version: "1.0.0" });
-  await expect(client.connect(first)).rejects.toBeInstanceOf(UnauthorizedError);
-  expect(provider.authorizationUrl).toBeDefined();
-  await userApproves(provider.authorizationUrl!);
-  const code = await callback.code();
-  expect(code).not.toMatch(/^error:/);
-  await first.finishAuth(code);
-  const transport = new StreamableHTTPClientTransport(new URL(mcpUrl), { authProvider: provider });
-  const connected = new Client({ name: "test-host", version: "1.0.0" });
-  await connected.connect(transport);
-  const result = await connected.callTool({ name: "whoami", arguments: {} });
-  await connected.close();
-  const text = (result.content as { type: string; text: string }[])[0]!.text;
-  return { authorizationUrl: provider.authorizationUrl!, whoami: JSON.parse(text) as { user: string; scope: string; aud: string[]; client_id: string } };
-}
-
 describe.each(["client metadata document", "dynamic registration"] as const)("the MCP SDK client, through a %s", (mode) => {
   const useDocument = mode === "client metadata document";
 
@@ -186,7 +71,7 @@ describe.each(["client metadata document", "dynamic registration"] as const)("th
         grant_types: ["authorization_code", "refresh_token", "urn:ietf:params:oauth:grant-type:jwt-bearer"],
         token_endpoint_auth_method: "none",
       });
-      const { authorizationUrl, whoami } = await connectAndCall(`${notes.url}/mcp`, provider(useDocument, callback.url), callback);
+      const { authorizationUrl, whoami } = await connectAndCall(`${notes.url}/mcp`, provider(callback.url, useDocument ? DOCUMENT_URL : undefined), callback);
       expect(authorizationUrl.searchParams.get("scope")).toBe("notes.read notes.write");
       expect(authorizationUrl.searchParams.get("resource")).toBe(`${notes.url}/mcp`);
       expect(whoami).toMatchObject({ user: "alice", scope: "notes.read notes.write", aud: [`${notes.url}/mcp`] });
@@ -205,7 +90,7 @@ describe.each(["client metadata document", "dynamic registration"] as const)("th
   test("asks for no scope at all and gets the default scope, then calls a tool", async () => {
     const callback = await callbackListener();
     try {
-      const host = provider(useDocument, callback.url);
+      const host = provider(callback.url, useDocument ? DOCUMENT_URL : undefined);
       const { authorizationUrl, whoami } = await connectAndCall(`${plain.url}/mcp`, host, callback);
       expect(authorizationUrl.searchParams.has("scope")).toBe(false);
       expect(whoami).toMatchObject({ user: "alice", scope: "notes.read", aud: [`${plain.url}/mcp`] });
