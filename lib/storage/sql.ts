@@ -63,7 +63,7 @@ export interface SqlStorageOptions extends SqlExecutor {
  * ```ts
  * import { DatabaseSync } from "node:sqlite";
  * const db = new DatabaseSync("oauth.db");
- * db.exec("PRAGMA journal_mode = WAL; PRAGMA busy_timeout = 5000");
+ * db.exec("PRAGMA busy_timeout = 5000; PRAGMA journal_mode = WAL");
  * const storage = sqlStorage({ dialect: "sqlite", query: (t, p) => db.prepare(t).all(...p) });
  * ```
  */

@@ -26,9 +26,10 @@ interface Racer {
   lines: AsyncIterator<string>;
 }
 
-async function spawnRacer(driver: Driver, target: string): Promise<Racer> {
+async function spawnRacer(driver: Driver, target: string, migrate = false): Promise<Racer> {
   const child = spawn(process.execPath, ["--import", "tsx", "test/support/racer.ts", driver, target], {
     stdio: ["pipe", "pipe", "inherit"],
+    env: migrate ? { ...process.env, RACER_MIGRATE: "1" } : process.env,
   });
   const reader: Interface = createInterface({ input: child.stdout! });
   const lines = reader[Symbol.asyncIterator]();
@@ -83,3 +84,15 @@ describe.each(cases)("races between %s racer processes", (driver, target) => {
     120_000,
   );
 });
+
+test(`${RACERS} processes that start at once on one new SQLite file all migrate it, and the schema is recorded once`, async () => {
+  const file = join(sqliteDir, "migrate.db");
+  const racers = await Promise.all(Array.from({ length: RACERS }, () => spawnRacer("node:sqlite", file, true)));
+  for (const racer of racers) racer.child.stdin!.end();
+  await Promise.all(racers.map((r) => new Promise((resolve) => r.child.exitCode !== null ? resolve(null) : r.child.once("exit", resolve))));
+  expect(racers.map((r) => r.child.exitCode)).toEqual(racers.map(() => 0));
+  const { DatabaseSync } = await import("node:sqlite");
+  const db = new DatabaseSync(file);
+  expect(db.prepare("SELECT count(*) AS n FROM oauth_migrations").all()[0]).toMatchObject({ n: 1 });
+  db.close();
+}, 60_000);

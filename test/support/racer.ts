@@ -1,7 +1,7 @@
 /**
  * One racer of test/storage/races.test.ts, as its own OS process with its own connection:
  *   node --import tsx test/support/racer.ts DRIVER TARGET
- * Prints "ready", then for each stdin line {round, verb, hash, grant, now} it redeems the code (or rotates the
+ * Prints "ready" (after migrating, with RACER_MIGRATE set), then for each stdin line {round, verb, hash, grant, now} it redeems the code (or rotates the
  * refresh token) with freshly minted token hashes and prints {round, won, access}.
  *
  * @module
@@ -12,6 +12,8 @@ import { type Driver, openStore } from "./stores.ts";
 
 const [driver, target] = process.argv.slice(2) as [Driver, string];
 const { store, close } = await openStore(driver, target);
+// RACER_MIGRATE: create the schema at start, as every instance of a server does (the migration race).
+if (process.env.RACER_MIGRATE) await (store as unknown as { migrate(): Promise<number> }).migrate();
 const random = () => crypto.randomUUID();
 
 const lines = createInterface({ input: process.stdin });

@@ -26,7 +26,7 @@ const module = (await import(driver)) as {
 /** Opens `path` (":memory:" or a file) with WAL and a busy timeout, and returns its executor. */
 function open(path: string): SqlExecutor & { db: Database } {
   const db = module.DatabaseSync ? new module.DatabaseSync(path) : new module.Database!(path);
-  db.exec("PRAGMA journal_mode = WAL; PRAGMA busy_timeout = 5000; PRAGMA synchronous = NORMAL");
+  db.exec("PRAGMA busy_timeout = 5000; PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL");
   const cache = new Map<string, Statement>();
   const prepare = (text: string): Statement => {
     let statement = cache.get(text);

@@ -54,7 +54,7 @@ export async function openStore(driver: Driver, target: string, connections = 1)
     case "node:sqlite": {
       const { DatabaseSync } = await import("node:sqlite");
       const db = new DatabaseSync(target);
-      db.exec("PRAGMA journal_mode = WAL; PRAGMA busy_timeout = 10000");
+      db.exec("PRAGMA busy_timeout = 10000; PRAGMA journal_mode = WAL");
       return {
         store: sqlStorage({ dialect: "sqlite", query: (t, p) => db.prepare(t).all(...(p as never[])) }),
         close: async () => db.close(),
