@@ -8,6 +8,7 @@ import type { HttpRequest, HttpResponse } from "../http.ts";
 import { createReferenceApp, type ReferenceApp } from "../reference/app.ts";
 import { configWarnings } from "../reference/config.ts";
 import { hashPassword } from "../reference/passwords.ts";
+import { defaultStoreUrl, openStore, type StoreDrivers } from "../reference/store.ts";
 import { banner, loadConfig, parseCommandLine, serveArgs, UsageError, VERSION } from "./args.ts";
 
 /** What an entry point supplies from its runtime. */
@@ -25,7 +26,12 @@ export interface CliRuntime {
   ): Promise<{ url: string; close(): Promise<void> }>;
   onSignal(signal: "SIGINT" | "SIGTERM", listener: () => void): void;
   exit(code: number): void;
+  /** The runtime's SQLite and a loader for the optional database drivers, for `--store`. */
+  drivers?: StoreDrivers;
 }
+
+/** The environment variable that may carry the signing secret instead of `--secret` or the config's `secret`. */
+export const SECRET_ENV = "OAUTH2_FETCH_SERVER_SECRET";
 
 /**
  * Runs one command line. `serve` (the default) runs until a signal stops it. Exit codes: 0 done (and for
@@ -71,6 +77,14 @@ async function serve(flags: Flags, _: string | undefined, runtime: CliRuntime): 
   if (args.secret !== undefined) config.secret = args.secret;
   if (args.trustProxy !== undefined) config.trust_proxy = args.trustProxy;
   if (args.config !== undefined) for (const warning of configWarnings(config, args.config)) console.error(warning);
+  const envSecret = runtime.env(SECRET_ENV);
+  if (config.secret === undefined && envSecret !== undefined && envSecret !== "") config.secret = envSecret;
+  if (config.secret !== undefined && config.secret.length < 32) throw new Error("The signing secret must be at least 32 characters");
+  // Opened before listening: a store that cannot be opened ends the command with one line and exit code 1.
+  const store = await openStore(config.store ?? defaultStoreUrl(args.config), {
+    ...(runtime.drivers ? { drivers: runtime.drivers } : {}),
+    onError: (error) => console.error("store connection error:", error instanceof Error ? error.message : String(error)),
+  });
   // The issuer needs the port, which "--port 0" only knows after listening; requests wait for the app.
   let ready!: (app: ReferenceApp) => void;
   const app = new Promise<ReferenceApp>((resolve) => (ready = resolve));
@@ -79,21 +93,29 @@ async function serve(flags: Flags, _: string | undefined, runtime: CliRuntime): 
     hostname: args.host,
     onError: (error) => console.error("internal error:", error),
   });
+  let built: ReferenceApp;
   try {
-    ready(await createReferenceApp({
+    built = await createReferenceApp({
       issuer: args.issuer ?? running.url,
       config,
+      storage: store.storage,
       onError: (error, where) => console.error(`error at ${where.endpoint}:`, error),
       log: (line) => console.log(line),
-    }));
+    });
+    ready(built);
   } catch (error) {
     await running.close();
+    await store.close();
     throw error;
   }
+  const storeLine = store.durable
+    ? `\nstore: ${store.description}`
+    : "\nstore: memory (nothing survives a restart; --config FILE or --store URL keeps it)";
   // One write, so whoever waits for the listening line sees the recipes too.
-  console.log(`listening on ${running.url}` + banner(running.url, args.config === undefined));
+  console.log(`listening on ${running.url}` + storeLine + banner(running.url, args.config === undefined));
   const stop = (): void => {
-    running.close().then(() => runtime.exit(0), () => runtime.exit(1));
+    built.close();
+    running.close().then(() => store.close()).then(() => runtime.exit(0), () => runtime.exit(1));
   };
   runtime.onSignal("SIGINT", stop);
   runtime.onSignal("SIGTERM", stop);

@@ -9,6 +9,7 @@
 import { readFile } from "node:fs/promises";
 import process from "node:process";
 import { serveNode } from "../adapters/node.ts";
+import { nodeDrivers } from "./drivers.ts";
 import { main } from "./main.ts";
 
 await main({
@@ -22,5 +23,6 @@ await main({
   },
   serve: (handle, options) => serveNode({ handle }, options),
   onSignal: (signal, listener) => process.once(signal, listener),
+  drivers: nodeDrivers,
   exit: (code) => process.exit(code),
 });

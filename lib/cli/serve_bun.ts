@@ -7,6 +7,7 @@
 import process from "node:process";
 import { serveBun } from "../adapters/bun.ts";
 import { fromRequest, toResponse } from "../http.ts";
+import { bunDrivers } from "./drivers.ts";
 import { main } from "./main.ts";
 
 /** The slice of the `Bun` namespace used here, typed structurally so `tsc` needs no Bun types. */
@@ -30,5 +31,6 @@ await main({
       fetch: (request, server) => handle(fromRequest(request, clientAddress(request, server))).then(toResponse),
     }, options),
   onSignal: (signal, listener) => process.once(signal, listener),
+  drivers: bunDrivers,
   exit: (code) => process.exit(code),
 });

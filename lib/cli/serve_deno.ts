@@ -7,6 +7,7 @@
  */
 import { serveDeno } from "../adapters/deno.ts";
 import { fromRequest, toResponse } from "../http.ts";
+import { nodeDrivers } from "./drivers.ts";
 import { main } from "./main.ts";
 
 /** The slice of the `Deno` namespace used here, typed structurally so `tsc` needs no Deno types. */
@@ -36,5 +37,6 @@ await main({
       fetch: (request, info) => handle(fromRequest(request, clientAddress(info))).then(toResponse),
     }, options),
   onSignal: (signal, listener) => deno.addSignalListener(signal, listener),
+  drivers: nodeDrivers,
   exit: (code) => deno.exit(code),
 });

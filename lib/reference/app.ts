@@ -6,13 +6,14 @@
  * @module
  */
 import { passwordLogin } from "../consent/login.ts";
-import { base64url, timingSafeEqual } from "../crypto.ts";
+import { base64url, sha256, timingSafeEqual } from "../crypto.ts";
 import { OAuthError } from "../errors.ts";
 import { type HttpRequest, type HttpResponse, fromRequest, jsonResponse, pathOf, toResponse } from "../http.ts";
 import type { AuthorizationServerOptions, EndUser } from "../options.ts";
 import { errorResponse } from "../router.ts";
 import { type AuthorizationServer, createAuthorizationServer } from "../server.ts";
-import type { Storage } from "../storage/types.ts";
+import { memoryStorage } from "../storage/memory.ts";
+import type { ClientRecord, Storage } from "../storage/types.ts";
 import { type ConfigUser, DEMO_CONFIG, type ReferenceConfig } from "./config.ts";
 import { connectedApps } from "./connected_apps.ts";
 import { createMetrics } from "./metrics.ts";
@@ -25,7 +26,16 @@ export interface ReferenceAppOptions {
   issuer: string;
   /** Users, scopes and clients; default {@link DEMO_CONFIG}. */
   config?: ReferenceConfig;
+  /** Where clients, codes, tokens and the generated secret live. Default: a new memory store. */
   storage?: Storage;
+  /**
+   * Signing secret of login sessions and CSRF tokens (at least 32 characters). Default: `config.secret`, else
+   * one generated at the first start and kept in the store, so that restarts and other instances on the same
+   * store keep users signed in.
+   */
+  secret?: string;
+  /** How often expired records are purged from the store, in ms; 0 never. Default 60 000. */
+  purgeInterval?: number;
   clock?: () => number;
   /** PBKDF2 iterations for the users' passwords. Default 100 000; tests lower it. */
   passwordIterations?: number;
@@ -41,7 +51,12 @@ export interface ReferenceApp {
   fetch: (request: Request) => Promise<Response>;
   /** The same on the core's request shape, for the Node adapter's fast path. */
   handle: (request: HttpRequest) => Promise<HttpResponse>;
+  /** Stops the periodic purge; the store itself belongs to the caller. */
+  close(): void;
 }
+
+/** The setting under which a generated signing secret is shared by every instance on one store. */
+const SECRET_SETTING = "reference.signing_secret";
 
 const REPORTS = [
   { id: "weekly-visits", title: "Weekly visits", visits: 18_204 },
@@ -53,9 +68,13 @@ export async function createReferenceApp(options: ReferenceAppOptions): Promise<
   const config = options.config ?? DEMO_CONFIG;
   const clock = options.clock ?? Date.now;
   const users = await hashUsers(config.users, options.passwordIterations ?? 100_000);
+  const storage = options.storage ?? memoryStorage({ clock });
+  const secret = options.secret ?? config.secret ??
+    // Whoever starts first generates it; every later start and every other instance reads the same one.
+    await storage.initSetting(SECRET_SETTING, base64url(crypto.getRandomValues(new Uint8Array(32))));
   const login = passwordLogin({
     verify: (username, password) => users.verify(username, password),
-    secret: crypto.getRandomValues(new Uint8Array(32)),
+    secret: sha256(`login-session\u0000${secret}`),
     clock,
   });
   const server = createAuthorizationServer({
@@ -66,24 +85,14 @@ export async function createReferenceApp(options: ReferenceAppOptions): Promise<
     profile: { specAddresses: true, scopePolicy: config.scope_policy ?? "single" },
     ...(config.default_scope === undefined ? {} : { defaultScope: config.default_scope }),
     ...mcpOptions(config),
-    ...(options.storage ? { storage: options.storage } : {}),
+    storage,
+    // One key per use, derived from the shared secret: a CSRF token can never pass for a session, or back.
+    secret: sha256(`csrf\u0000${secret}`),
     ...(options.onError ? { onError: options.onError } : {}),
     authenticateUser: login,
   });
-  for (const c of config.clients) {
-    await server.clients.register({
-      client_id: c.client_id,
-      ...(c.client_secret === undefined ? {} : { client_secret: c.client_secret }),
-      name: c.name,
-      type: c.client_secret === undefined ? "public" : "confidential",
-      redirect_uris: c.redirect_uris ?? [],
-      scopes: c.scopes,
-      grant_types: c.grant_types,
-      client_credentials_refresh_token: c.client_credentials_refresh_token === true,
-      ...(c.default_scope === undefined ? {} : { default_scope: c.default_scope }),
-      ...(c.introspection === undefined ? {} : { introspection: c.introspection }),
-    });
-  }
+  await writeConfigClients(config, server, storage);
+  const purge = schedulePurge(storage, options.purgeInterval ?? 60_000, clock, options.onError);
 
   // The sample protected API (spec §4.3): /api/reports needs reports.read; /api/me takes any valid token.
   const resources = new Map([
@@ -95,7 +104,7 @@ export async function createReferenceApp(options: ReferenceAppOptions): Promise<
     storage: server.storage,
     authenticateUser: login,
     scopes: Object.fromEntries(config.scopes.map((s) => [s.name, s.description])),
-    secret: config.secret ?? crypto.getRandomValues(new Uint8Array(32)),
+    secret: sha256(`connected-apps\u0000${secret}`),
     clock,
     issuer: server.issuer,
   });
@@ -118,7 +127,69 @@ export async function createReferenceApp(options: ReferenceAppOptions): Promise<
     basePath: new URL(server.issuer).pathname.replace(/\/$/, ""),
   });
   const handle = (request: HttpRequest): Promise<HttpResponse> => observed(request);
-  return { server, handle, fetch: async (request) => toResponse(await handle(fromRequest(request))) };
+  return {
+    server,
+    handle,
+    fetch: async (request) => toResponse(await handle(fromRequest(request))),
+    close: () => clearInterval(purge),
+  };
+}
+
+/**
+ * Writes the config file's clients into the store at every start. The config file wins for what it says
+ * (name, secret, redirect URIs, scopes, grant types); the store keeps what happened since (paused or not,
+ * created_at, last_used_at). A client the config file created and no longer names is deleted, with its tokens.
+ */
+async function writeConfigClients(config: ReferenceConfig, server: AuthorizationServer, storage: Storage): Promise<void> {
+  const named = new Set(config.clients.map((c) => c.client_id));
+  for (const stored of await storage.listClients()) {
+    if (stored.origin === "config" && !named.has(stored.client_id)) await storage.deleteClient(stored.client_id);
+  }
+  for (const c of config.clients) {
+    const before = await storage.getClient(c.client_id);
+    const { client } = await server.clients.register({
+      client_id: c.client_id,
+      ...(c.client_secret === undefined ? {} : { client_secret: c.client_secret }),
+      name: c.name,
+      type: c.client_secret === undefined ? "public" : "confidential",
+      redirect_uris: c.redirect_uris ?? [],
+      scopes: c.scopes,
+      grant_types: c.grant_types,
+      client_credentials_refresh_token: c.client_credentials_refresh_token === true,
+      ...(c.default_scope === undefined ? {} : { default_scope: c.default_scope }),
+      ...(c.introspection === undefined ? {} : { introspection: c.introspection }),
+    });
+    const record: ClientRecord = { ...client, origin: "config" };
+    if (before) {
+      record.active = before.active;
+      record.created_at = before.created_at;
+      if (before.last_used_at !== undefined) record.last_used_at = before.last_used_at;
+    }
+    await storage.saveClient(record);
+  }
+}
+
+/**
+ * Purges expired records every `interval` ms, one purge at a time, on a timer that does not keep the process
+ * alive. A failed purge (the database away) is reported and tried again at the next tick.
+ */
+function schedulePurge(
+  storage: Storage,
+  interval: number,
+  clock: () => number,
+  onError: ReferenceAppOptions["onError"],
+): ReturnType<typeof setInterval> | undefined {
+  if (!(interval > 0)) return undefined;
+  let running = false;
+  const timer = setInterval(() => {
+    if (running) return;
+    running = true;
+    storage.purgeExpired(clock()).catch((error: unknown) => {
+      onError?.(error, { endpoint: "purge", method: "", path: "" });
+    }).finally(() => (running = false));
+  }, interval);
+  (timer as { unref?: () => void }).unref?.();
+  return timer;
 }
 
 /** The config file's keys for MCP, native and browser clients, as library options. */

@@ -107,7 +107,7 @@ export function startReference(runtime: string, configValue: Record<string, unkn
 /** A browser without redirects: keeps cookies by name. */
 export class Browser {
   readonly cookies: Map<string, string> = new Map();
-  readonly base: string;
+  base: string;
   constructor(base: string) {
     this.base = base;
   }
