@@ -77,7 +77,12 @@ async function serve(flags: Flags, _: string | undefined, runtime: CliRuntime): 
   if (args.secret !== undefined) config.secret = args.secret;
   if (args.trustProxy !== undefined) config.trust_proxy = args.trustProxy;
   if (args.config !== undefined) for (const warning of configWarnings(config, args.config)) console.error(warning);
-  const envSecret = runtime.env(SECRET_ENV);
+  let envSecret: string | undefined;
+  try {
+    envSecret = runtime.env(SECRET_ENV);
+  } catch {
+    // Deno without --allow-env: no secret from the environment, the store's generated one is used.
+  }
   if (config.secret === undefined && envSecret !== undefined && envSecret !== "") config.secret = envSecret;
   if (config.secret !== undefined && config.secret.length < 32) throw new Error("The signing secret must be at least 32 characters");
   // Opened before listening: a store that cannot be opened ends the command with one line and exit code 1.

@@ -1,7 +1,8 @@
 /**
  * The reference server on Deno: `deno task start -- [--port N] [--host H] [--config FILE]`.
  * Prints `listening on http://HOST:PORT` once it accepts connections; stops gracefully on SIGINT and SIGTERM.
- * Needs `--allow-net`, `--allow-read` for `--config`, and `--allow-env` for `{ "env": "NAME" }` values in it.
+ * Needs `--allow-net`, `--allow-read` for `--config`, `--allow-write` for its SQLite file, and `--allow-env` for
+ * `{ "env": "NAME" }` values in it.
  *
  * @module
  */
