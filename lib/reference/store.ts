@@ -111,8 +111,9 @@ async function openSqliteStore(url: string, options: OpenStoreOptions): Promise<
   if (path === "") throw new Error(`Cannot open store "${url}": name a file, as in sqlite:./oauth.sqlite`);
   const drivers = needDrivers(options, url);
   const db = await drivers.openSqlite(path);
-  // WAL lets readers run beside the writer; the busy timeout lets a second process wait for the lock.
-  db.exec("PRAGMA journal_mode = WAL; PRAGMA busy_timeout = 5000; PRAGMA synchronous = NORMAL");
+  // The busy timeout first, so that a second process starting at once waits for the lock even while WAL is set
+  // up; WAL lets readers run beside the writer.
+  db.exec("PRAGMA busy_timeout = 5000; PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL");
   const statements = new Map<string, SqliteStatement>();
   const prepare = (text: string): SqliteStatement => {
     let statement = statements.get(text);
