@@ -13,8 +13,9 @@ export async function findClient(clientId: string, context: ServerContext): Prom
   const { documents, storage } = context;
   if (documents === null || !documents.handles(clientId)) return storage.getClient(clientId);
   const stored = await storage.getClient(clientId);
-  // A client an administrator paused stays paused, whatever its document says.
-  if (stored && !stored.active) return stored;
+  // A client registered any other way is never replaced by a document at its address; one an administrator
+  // paused stays paused, whatever its document says.
+  if (stored && (stored.origin !== "document" || !stored.active)) return stored;
   const { client, fresh } = await documents.resolve(clientId, context);
   if (fresh || stored === null) {
     const record: ClientRecord = { ...client, created_at: stored?.created_at ?? client.created_at };

@@ -216,6 +216,7 @@ export interface IntrospectionVerifierOptions {
   endpoint: string;
   /** A confidential client allowed to introspect every token (reference config: `"introspection": "all"`). */
   clientId: string;
+  /** That client's secret; sent with client_secret_basic. */
   clientSecret: string;
   /** Default `globalThis.fetch`. */
   fetch?: (request: Request) => Promise<Response>;
@@ -255,6 +256,7 @@ export function introspectionTokenVerifier(options: IntrospectionVerifierOptions
 
 /** What {@link localTokenVerifier} needs: the server's `verifyAuthorization`. */
 export interface LocalVerifierSource {
+  /** Verifies an `Authorization` header value; throws `OAuthError` for a refused token. */
   verifyAuthorization(authorization: string | null): Promise<AccessTokenInfo>;
 }
 

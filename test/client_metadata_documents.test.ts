@@ -164,6 +164,23 @@ describe("the SSRF guard", () => {
   });
 });
 
+test("a client registered at that URL some other way is never replaced by its document", async () => {
+  const { fetch, fetched } = documents(doc({ redirect_uris: ["https://evil.example/cb"] }));
+  const s = await server(fetch);
+  await s.clients.register({ client_id: CLIENT_ID, name: "Configured", type: "public", redirect_uris: ["http://127.0.0.1/callback"], scopes: ["read"] });
+  expect((await codeFlow(s, { client_id: CLIENT_ID })).status).toBe(200);
+  expect(fetched.length).toBe(0);
+  expect((await s.clients.get(CLIENT_ID))?.name).toBe("Configured");
+});
+
+test("a paused document client stays paused", async () => {
+  const { fetch } = documents(doc());
+  const s = await server(fetch);
+  expect((await codeFlow(s, { client_id: CLIENT_ID })).status).toBe(200);
+  await s.clients.pause(CLIENT_ID);
+  expect((await codeFlow(s, { client_id: CLIENT_ID })).authorize.status).toBe(400);
+});
+
 test("switched off (the default), a URL client_id is only looked up in the store", async () => {
   const { fetch, fetched } = documents(doc());
   const { server: s } = await mcpFixture({ clientMetadataDocuments: { enabled: false, fetch } });
