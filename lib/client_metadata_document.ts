@@ -234,6 +234,15 @@ export function documentClient(
   if (typeof method === "string" && SECRET_METHODS.includes(method)) {
     throw refused("The client's metadata document asks for a shared secret");
   }
+  // The client authenticates with `none` (PKCE only): it must say so, or offer it among its choices (the
+  // RP-Metadata-Choices array ChatGPT sends), or say nothing.
+  const choices = d.token_endpoint_auth_methods_supported;
+  if (method !== undefined && method !== "none" && !(Array.isArray(choices) && choices.includes("none"))) {
+    throw refused("The client's metadata document does not offer the none authentication method");
+  }
+  if (method === undefined && Array.isArray(choices) && !choices.includes("none")) {
+    throw refused("The client's metadata document does not offer the none authentication method");
+  }
   // Grant types this server lacks are ignored, not refused (Claude lists jwt-bearer beside authorization_code).
   const declared = Array.isArray(d.grant_types) ? d.grant_types : ["authorization_code"];
   if (!declared.includes("authorization_code")) throw refused("The client's metadata document does not use authorization_code");

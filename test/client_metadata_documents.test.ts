@@ -72,6 +72,11 @@ describe("a valid document", () => {
     expect(s.metadata().client_id_metadata_document_supported).toBe(true);
   });
 
+  test("the RP-Metadata-Choices array is accepted when it offers none", async () => {
+    const s = await server(documents(doc({ token_endpoint_auth_method: undefined, token_endpoint_auth_methods_supported: ["private_key_jwt", "none"] })).fetch);
+    expect((await codeFlow(s, { client_id: CLIENT_ID })).status).toBe(200);
+  });
+
   test("the consent page names the client_id host and the redirect host, and warns about loopback", async () => {
     const s = await server(documents(doc({ client_name: `<img src=x onerror=alert(1)>` })).fetch);
     const page = await s.fetch(new Request(`${ISSUER}/authorize?${new URLSearchParams({
@@ -107,6 +112,8 @@ describe("refused documents get an error page and no redirect", () => {
     ["a secret auth method", doc({ token_endpoint_auth_method: "client_secret_basic" })],
     ["a javascript: redirect", doc({ redirect_uris: ["javascript:alert(1)"] })],
     ["no authorization_code", doc({ grant_types: ["client_credentials"] })],
+    ["only private_key_jwt", doc({ token_endpoint_auth_method: "private_key_jwt" })],
+    ["choices without none", doc({ token_endpoint_auth_method: undefined, token_endpoint_auth_methods_supported: ["private_key_jwt"] })],
   ])("%s", async (_, document) => {
     const s = await server(documents(document).fetch);
     const { authorize } = await codeFlow(s, { client_id: CLIENT_ID });
