@@ -17,7 +17,9 @@ import type { ClientRecord, CodeRecord, GrantRecord, IssuedTokens, Storage } fro
 
 /** One named check of the contract. */
 export interface ContractCheck {
+  /** What the check proves, as a test title. */
   name: string;
+  /** Runs the check on a fresh store; rejects with the violated rule. */
   run(): Promise<void>;
 }
 

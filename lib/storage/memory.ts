@@ -210,6 +210,7 @@ export class MemoryStorage implements Storage {
   private sweepNow = 0;
   private swept = 0;
 
+  /** Creates an empty store; see {@link MemoryStorageOptions}. */
   constructor(options: MemoryStorageOptions = {}) {
     this.clock = options.clock ?? Date.now;
     this.interval = options.sweepInterval ?? 30_000;
@@ -232,16 +233,19 @@ export class MemoryStorage implements Storage {
     };
   }
 
+  /** See {@link Storage.getClient}. */
   getClient(clientId: string): Promise<ClientRecord | null> {
     const client = this.clients.get(clientId);
     return Promise.resolve(client ? { ...client } : null);
   }
 
+  /** See {@link Storage.saveClient}. */
   saveClient(client: ClientRecord): Promise<void> {
     this.clients.set(client.client_id, structuredClone(client));
     return Promise.resolve();
   }
 
+  /** See {@link Storage.setClientActive}. */
   setClientActive(clientId: string, active: boolean): Promise<ClientRecord | null> {
     const client = this.clients.get(clientId);
     if (!client) return Promise.resolve(null);
@@ -250,19 +254,23 @@ export class MemoryStorage implements Storage {
     return Promise.resolve({ ...updated });
   }
 
+  /** See {@link Storage.listClients}. */
   listClients(): Promise<ClientRecord[]> {
     return Promise.resolve(Array.from(this.clients.values(), (client) => ({ ...client })));
   }
 
+  /** See {@link Storage.deleteClient}. */
   deleteClient(clientId: string): Promise<boolean> {
     this.revokeClient(clientId);
     return Promise.resolve(this.clients.delete(clientId));
   }
 
+  /** See {@link Storage.revokeClientGrants}. */
   revokeClientGrants(clientId: string): Promise<number> {
     return Promise.resolve(this.revokeClient(clientId));
   }
 
+  /** See {@link Storage.saveCode}. */
   saveCode(code: CodeRecord, limit?: number): Promise<void> {
     this.maybeSweep();
     const grant = this.grant(code.grant_id, code.client_id, code.expires_at);
@@ -281,11 +289,13 @@ export class MemoryStorage implements Storage {
     return Promise.resolve();
   }
 
+  /** See {@link Storage.findCode}. */
   findCode(hash: string, now: number): Promise<CodeRecord | null> {
     const code = this.codes.get(hash);
     return Promise.resolve(code && code.expires_at > now ? codeRecord(code) : null);
   }
 
+  /** See {@link Storage.redeemCode}. */
   redeemCode(hash: string, tokens: IssuedTokens, now: number): Promise<CodeRecord | null> {
     this.maybeSweep();
     const code = this.codes.get(hash);
@@ -300,6 +310,7 @@ export class MemoryStorage implements Storage {
     return Promise.resolve(before);
   }
 
+  /** See {@link Storage.saveTokens}. */
   saveTokens(tokens: IssuedTokens, now: number): Promise<void> {
     this.maybeSweep();
     if (this.store(tokens, now) && tokens.refresh) {
@@ -308,16 +319,19 @@ export class MemoryStorage implements Storage {
     return Promise.resolve();
   }
 
+  /** See {@link Storage.findAccessToken}. */
   findAccessToken(hash: string, now: number): Promise<AccessTokenRecord | null> {
     const token = this.access.get(hash);
     return Promise.resolve(token && token.expires_at > now ? token : null);
   }
 
+  /** See {@link Storage.findRefreshToken}. */
   findRefreshToken(hash: string, now: number): Promise<RefreshTokenRecord | null> {
     const token = this.refresh.get(hash);
     return Promise.resolve(token && token.expires_at > now ? { ...token } : null);
   }
 
+  /** See {@link Storage.rotateRefreshToken}. */
   rotateRefreshToken(
     hash: string,
     next: IssuedTokens,
@@ -347,17 +361,20 @@ export class MemoryStorage implements Storage {
     return Promise.resolve(before);
   }
 
+  /** See {@link Storage.revokeGrant}. */
   revokeGrant(grantId: string): Promise<void> {
     this.revoke(grantId);
     return Promise.resolve();
   }
 
+  /** See {@link Storage.revokeAccessToken}. */
   revokeAccessToken(hash: string): Promise<void> {
     const token = this.access.get(hash);
     if (token) this.deleteAccess(token);
     return Promise.resolve();
   }
 
+  /** See {@link Storage.listGrants}. */
   listGrants(userId: string, now: number): Promise<GrantRecord[]> {
     const listed: GrantRecord[] = [];
     for (const grantId of this.userGrants.get(userId) ?? []) {
@@ -367,6 +384,7 @@ export class MemoryStorage implements Storage {
     return Promise.resolve(listed);
   }
 
+  /** See {@link Storage.markOnce}. */
   markOnce(key: string, expiresAt: number, now: number): Promise<boolean> {
     this.maybeSweep();
     const mark = this.marks.get(key);
@@ -376,11 +394,13 @@ export class MemoryStorage implements Storage {
     return Promise.resolve(true);
   }
 
+  /** See {@link Storage.isMarked}. */
   isMarked(key: string, now: number): Promise<boolean> {
     const mark = this.marks.get(key);
     return Promise.resolve(mark !== undefined && mark > now);
   }
 
+  /** See {@link Storage.initSetting}. */
   initSetting(name: string, value: string): Promise<string> {
     const stored = this.settings.get(name);
     if (stored !== undefined) return Promise.resolve(stored);
@@ -494,6 +514,7 @@ export class MemoryStorage implements Storage {
     return listed;
   }
 
+  /** Revokes every grant and grantless token of a client; returns how many listed grants it revoked. */
   private revokeClient(clientId: string): number {
     let count = 0;
     for (const grantId of [...this.clientGrants.get(clientId) ?? []]) if (this.revoke(grantId)) count++;
@@ -502,6 +523,7 @@ export class MemoryStorage implements Storage {
     return count;
   }
 
+  /** Removes a grant from the client and user indexes. */
   private unlist(grant: GrantEntry, grantId: string): void {
     if (grant.client_id !== undefined) removeFrom(this.clientGrants, grant.client_id, grantId);
     const userId = grant.record?.user_id;
@@ -520,12 +542,14 @@ export class MemoryStorage implements Storage {
     return first!;
   }
 
+  /** Deletes a code and its index entries. */
   private deleteCode(code: StoredCode): void {
     this.codes.delete(code.hash);
     this.grants.get(code.grant_id)?.codes.delete(code.hash);
     if (code.redeemed_at === undefined) removeFrom(this.pendingCodes, pairKey(code.client_id, code.user_id), code.hash);
   }
 
+  /** Deletes an access token and its index entries. */
   private deleteAccess(token: AccessTokenRecord): void {
     this.access.delete(token.hash);
     if (token.grant_id !== undefined) this.grants.get(token.grant_id)?.access.delete(token.hash);
@@ -540,6 +564,7 @@ export class MemoryStorage implements Storage {
     if (this.sweep(now, SWEEP_SLICE).done) this.nextSweep = now + this.interval;
   }
 
+  /** Visits up to `budget` expired records across every kind; says how many it deleted and whether it is done. */
   private sweep(now: number, budget: number): { count: number; done: boolean } {
     this.sweepNow = now;
     this.swept = 0;

@@ -26,6 +26,7 @@ export type ClientOrigin = "config" | "cli" | "registration" | "document";
 
 /** A registered client (spec §2 "Client"). */
 export interface ClientRecord {
+  /** The client identifier (RFC 6749 §2.2). */
   client_id: string;
   /** SHA-256 of the secret, base64url; confidential clients only. */
   secret_hash?: string;
@@ -39,11 +40,13 @@ export interface ClientRecord {
   scopes: string[];
   /** Space-delimited scope granted when a request names none (RFC 6749 §3.3); without it, `scope` is required. */
   default_scope?: string;
+  /** The grant types the client may use. */
   grant_types: GrantType[];
   /** Whether a client_credentials response carries a refresh token. */
   client_credentials_refresh_token: boolean;
   /** A paused client (false) cannot authenticate, and its tokens stop working. */
   active: boolean;
+  /** When the client was first stored. */
   created_at: number;
   /** Which tokens the client may introspect: its own (default) or every token (a resource server). */
   introspection?: "own" | "all";
@@ -60,17 +63,23 @@ export interface ClientRecord {
 
 /** An issued authorization code, stored by hash. */
 export interface CodeRecord {
+  /** SHA-256 of the code, base64url. */
   hash: string;
   /** The grant (token family) every token issued from this code belongs to. */
   grant_id: string;
+  /** The client the code was issued to. */
   client_id: string;
+  /** The user who approved it. */
   user_id: string;
+  /** The redirect URI of the request; the token request must repeat it (RFC 6749 §4.1.3). */
   redirect_uri: string;
+  /** The scope granted, space-delimited. */
   scope: string;
   /** The S256 challenge, when the request carried one (RFC 7636 §4.4). */
   code_challenge?: string;
   /** The audiences the code is bound to at /authorize (RFC 8707). */
   resource?: string[];
+  /** When the code stops being redeemable. */
   expires_at: number;
   /** Set once redeemed; a redeemed code is kept until it expires so that a replay is recognised. */
   redeemed_at?: number;
@@ -78,13 +87,17 @@ export interface CodeRecord {
 
 /** An access token, stored by hash. */
 export interface AccessTokenRecord {
+  /** SHA-256 of the token, base64url. */
   hash: string;
+  /** The client the token was issued to. */
   client_id: string;
   /** Absent for client_credentials tokens, which act for the client itself. */
   user_id?: string;
+  /** The scope of the token, space-delimited. */
   scope: string;
   /** The audiences of the token (RFC 8707). */
   resource?: string[];
+  /** When the token stops working. */
   expires_at: number;
   /** The grant it belongs to; absent for a client_credentials token that has no refresh token. */
   grant_id?: string;
@@ -92,13 +105,19 @@ export interface AccessTokenRecord {
 
 /** A refresh token, stored by hash. */
 export interface RefreshTokenRecord {
+  /** SHA-256 of the token, base64url. */
   hash: string;
+  /** The grant (token family) it belongs to. */
   grant_id: string;
+  /** The client the token was issued to. */
   client_id: string;
+  /** The user of the grant; absent for a client_credentials grant. */
   user_id?: string;
+  /** The scope of the grant, space-delimited. */
   scope: string;
   /** The audiences of the grant (RFC 8707). */
   resource?: string[];
+  /** When the token, and the grant with it, stops working. */
   expires_at: number;
   /** Set once rotated; a rotated token is kept until it expires so that its reuse is recognised. */
   rotated_at?: number;
@@ -111,7 +130,9 @@ export interface RefreshTokenRecord {
 
 /** What one successful code redemption, refresh or client_credentials request stores. */
 export interface IssuedTokens {
+  /** The access token. */
   access: AccessTokenRecord;
+  /** The refresh token, when one is issued. */
   refresh?: RefreshTokenRecord;
 }
 
@@ -120,13 +141,17 @@ export interface IssuedTokens {
  * Listed to the user as a "connected app"; revoking it revokes the whole family.
  */
 export interface GrantRecord {
+  /** The grant identifier every token of the family carries. */
   grant_id: string;
+  /** The client it was granted to. */
   client_id: string;
   /** Absent for a client_credentials grant. */
   user_id?: string;
   /** The scope granted at creation; a narrower refresh does not change it. */
   scope: string;
+  /** The audiences it is bound to (RFC 8707). */
   resource?: string[];
+  /** When the first code of it was redeemed (or the client_credentials refresh token issued). */
   created_at: number;
   /** The last redemption or rotation. */
   last_used_at: number;
