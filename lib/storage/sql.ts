@@ -536,12 +536,17 @@ export class SqlStorage implements Storage {
     const replacedBy = p.text(successor);
     const grace = p.int(graceMs > 0 ? now - graceMs : null);
     // First rotation: mark it and record the successor. Grace retry: leave the row as it is (a no-op SET).
+    // The retry test asks that no rotated successor exists, rather than that an unrotated one does: a retry
+    // racing the first rotation (two processes of one client) may not see the successor row yet, since
+    // PostgreSQL rechecks a waiting UPDATE against the new row but its subquery against the old snapshot, and
+    // SQLite inserts the successor in a later statement. The two tests differ only there, for a live token of a
+    // live grant (the successor expires with its predecessor, and dies only with the grant).
     const update = `UPDATE oauth_refresh_tokens SET
         rotated_at = CASE WHEN rotated_at IS NULL THEN ${at} ELSE rotated_at END,
         replaced_by = CASE WHEN rotated_at IS NULL THEN ${replacedBy} ELSE replaced_by END
       WHERE hash = ${p.text(hash)} AND expires_at > ${at} AND (rotated_at IS NULL OR (${grace} IS NOT NULL
-        AND rotated_at > ${grace} AND EXISTS (SELECT 1 FROM oauth_refresh_tokens s
-          WHERE s.hash = oauth_refresh_tokens.replaced_by AND s.rotated_at IS NULL)))
+        AND rotated_at > ${grace} AND replaced_by IS NOT NULL AND NOT EXISTS (SELECT 1 FROM oauth_refresh_tokens s
+          WHERE s.hash = oauth_refresh_tokens.replaced_by AND s.rotated_at IS NOT NULL)))
       RETURNING ${REFRESH_COLUMNS}`;
     let row: SqlRow | undefined;
     if (this.dialect === "postgres") {

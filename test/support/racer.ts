@@ -2,7 +2,7 @@
  * One racer of test/storage/races.test.ts, as its own OS process with its own connection:
  *   node --import tsx test/support/racer.ts DRIVER TARGET
  * Prints "ready" (after migrating, with RACER_MIGRATE set), then for each stdin line {round, verb, hash, grant, now} it redeems the code (or rotates the
- * refresh token) with freshly minted token hashes and prints {round, won, access}.
+ * refresh token, with a 10 s grace window for "grace") with fresh token hashes and prints {round, won, access}.
  *
  * @module
  */
@@ -19,7 +19,7 @@ const random = () => crypto.randomUUID();
 const lines = createInterface({ input: process.stdin });
 process.stdout.write("ready\n");
 for await (const line of lines) {
-  const task = JSON.parse(line) as { round: number; verb: "code" | "refresh"; hash: string; grant: string; now: number };
+  const task = JSON.parse(line) as { round: number; verb: "code" | "refresh" | "grace"; hash: string; grant: string; now: number };
   const access = `at-${random()}`;
   const tokens = {
     access: { hash: access, client_id: "race", user_id: "u", scope: "read", grant_id: task.grant, expires_at: task.now + 3_600_000 },
@@ -29,7 +29,7 @@ for await (const line of lines) {
   try {
     won = task.verb === "code"
       ? (await store.redeemCode(task.hash, tokens, task.now)) !== null
-      : (await store.rotateRefreshToken(task.hash, tokens, task.now)) !== null;
+      : (await store.rotateRefreshToken(task.hash, tokens, task.now, task.verb === "grace" ? 10_000 : 0)) !== null;
   } catch (error) {
     process.stderr.write(`racer error: ${String(error)} ${String((error as { cause?: unknown }).cause)}\n`);
   }
