@@ -13,7 +13,7 @@ import type { AddressInfo } from "node:net";
 import process from "node:process";
 import { fileURLToPath } from "node:url";
 import { type Browser, chromium, type Page } from "playwright-core";
-import { afterAll, beforeAll, expect, test } from "vitest";
+import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { type NodeServer, serveNode } from "../../lib/adapters/node.ts";
 import { createReferenceApp, type ReferenceApp } from "../../lib/reference/app.ts";
 import { DEMO_CONFIG, type ReferenceConfig } from "../../lib/reference/config.ts";
@@ -24,6 +24,7 @@ const LAUNCH_ARGS = [
   "--disable-component-update", "--disable-sync",
   "--host-resolver-rules=MAP attacker.test 127.0.0.1, MAP * ~NOTFOUND, EXCLUDE 127.0.0.1",
 ];
+const HAVE_CHROMIUM = existsSync(CHROMIUM);
 const SCREENSHOTS = fileURLToPath(new URL("../../.artifacts/screenshots/", import.meta.url));
 const SECRET = "photo-printer-secret-0123456789";
 
@@ -40,7 +41,7 @@ test("Chromium is installed (otherwise: apt-get install -y chromium)", () => {
 });
 
 beforeAll(async () => {
-  if (!existsSync(CHROMIUM)) return;
+  if (!HAVE_CHROMIUM) return;
   // One helper server: the client's redirect URI, and the attacker's pages (same port, another site's name).
   side = createServer((req, res) => {
     const page = sidePages.get(new URL(req.url ?? "/", "http://x").pathname);
@@ -107,81 +108,83 @@ const refresh = (token: string) =>
     body: new URLSearchParams({ grant_type: "refresh_token", refresh_token: token }),
   });
 
-test("a user sees the app they authorized and revokes it: its access and refresh tokens stop working", async () => {
-  const context = await browser!.newContext();
-  const page = await context.newPage();
-  const tokens = await authorize(page);
-  expect((await api(tokens.access_token)).status).toBe(200);
+describe.skipIf(!HAVE_CHROMIUM)("connected apps in Chromium", () => {
+  test("a user sees the app they authorized and revokes it: its access and refresh tokens stop working", async () => {
+    const context = await browser!.newContext();
+    const page = await context.newPage();
+    const tokens = await authorize(page);
+    expect((await api(tokens.access_token)).status).toBe(200);
 
-  const response = await page.goto(`${ISSUER}/account/apps`);
-  expect(response!.headers()["x-frame-options"]).toBe("DENY");
-  expect(response!.headers()["content-security-policy"]).toContain("frame-ancestors 'none'");
-  await expect.poll(() => page.locator("h1").textContent()).toBe("Connected apps");
-  const app = page.locator("[data-grant]");
-  expect(await app.count()).toBe(1);
-  const text = await app.textContent();
-  expect(text).toContain("Photo Printer");
-  expect(text).toContain("reports.read");
-  expect(text).toContain("Read your analytics reports");
-  expect(text).toMatch(/Authorized \d{4}-\d\d-\d\d \d\d:\d\d UTC · last used \d{4}-\d\d-\d\d/);
-  mkdirSync(SCREENSHOTS, { recursive: true });
-  await page.screenshot({ path: `${SCREENSHOTS}connected-apps.png`, fullPage: true });
+    const response = await page.goto(`${ISSUER}/account/apps`);
+    expect(response!.headers()["x-frame-options"]).toBe("DENY");
+    expect(response!.headers()["content-security-policy"]).toContain("frame-ancestors 'none'");
+    await expect.poll(() => page.locator("h1").textContent()).toBe("Connected apps");
+    const app = page.locator("[data-grant]");
+    expect(await app.count()).toBe(1);
+    const text = await app.textContent();
+    expect(text).toContain("Photo Printer");
+    expect(text).toContain("reports.read");
+    expect(text).toContain("Read your analytics reports");
+    expect(text).toMatch(/Authorized \d{4}-\d\d-\d\d \d\d:\d\d UTC · last used \d{4}-\d\d-\d\d/);
+    mkdirSync(SCREENSHOTS, { recursive: true });
+    await page.screenshot({ path: `${SCREENSHOTS}connected-apps.png`, fullPage: true });
 
-  await app.locator("button").click();
-  await page.waitForURL(`${ISSUER}/account/apps?revoked=1`);
-  expect(await page.locator("[role=status]").textContent()).toBe("Access revoked.");
-  expect(await page.locator("[data-grant]").count()).toBe(0);
-  expect(await page.locator("#empty").count()).toBe(1);
-  expect((await api(tokens.access_token)).status).toBe(401);
-  const refreshed = await refresh(tokens.refresh_token);
-  expect([refreshed.status, (await refreshed.json()).error]).toEqual([400, "invalid_grant"]);
-  await context.close();
-}, 60_000);
+    await app.locator("button").click();
+    await page.waitForURL(`${ISSUER}/account/apps?revoked=1`);
+    expect(await page.locator("[role=status]").textContent()).toBe("Access revoked.");
+    expect(await page.locator("[data-grant]").count()).toBe(0);
+    expect(await page.locator("#empty").count()).toBe(1);
+    expect((await api(tokens.access_token)).status).toBe(401);
+    const refreshed = await refresh(tokens.refresh_token);
+    expect([refreshed.status, (await refreshed.json()).error]).toEqual([400, "invalid_grant"]);
+    await context.close();
+  }, 60_000);
 
-test("signing in on the page itself shows the list; a cross-site page can neither frame it nor revoke through it", async () => {
-  const context = await browser!.newContext();
-  const page = await context.newPage();
-  const tokens = await authorize(page);
-  // A fresh browser signs in on the page.
-  const other = await browser!.newContext();
-  const fresh = await other.newPage();
-  await fresh.goto(`${ISSUER}/account/apps`);
-  await fresh.fill("#username", "demo");
-  await fresh.fill("#password", "demo-password");
-  await fresh.click("button[type=submit]");
-  await expect.poll(() => fresh.locator("h1").textContent()).toBe("Connected apps");
-  const grantId = await fresh.locator("input[name=grant_id]").first().inputValue();
-  await other.close();
+  test("signing in on the page itself shows the list; a cross-site page can neither frame it nor revoke through it", async () => {
+    const context = await browser!.newContext();
+    const page = await context.newPage();
+    const tokens = await authorize(page);
+    // A fresh browser signs in on the page.
+    const other = await browser!.newContext();
+    const fresh = await other.newPage();
+    await fresh.goto(`${ISSUER}/account/apps`);
+    await fresh.fill("#username", "demo");
+    await fresh.fill("#password", "demo-password");
+    await fresh.click("button[type=submit]");
+    await expect.poll(() => fresh.locator("h1").textContent()).toBe("Connected apps");
+    const grantId = await fresh.locator("input[name=grant_id]").first().inputValue();
+    await other.close();
 
-  // Framing from another site: Chromium refuses to render the page in the frame (a control page does render).
-  const refusals: string[] = [];
-  page.on("console", (message) => {
-    if (/frame-ancestors|X-Frame-Options/i.test(message.text())) refusals.push(message.text());
-  });
-  sidePages.set("/framable", "<!doctype html><title>Framable</title><p>This page may be framed.</p>");
-  sidePages.set("/frame", `<!doctype html><title>Evil</title><iframe name="victim" src="${ISSUER}/account/apps"></iframe>` +
-    `<iframe name="control" src="${CROSS_SITE}/framable"></iframe>`);
-  await page.goto(`${CROSS_SITE}/frame`);
-  await expect.poll(() => page.frame({ name: "control" })?.locator("body").innerText().catch(() => "")).toContain("may be framed");
-  const victim = page.frame({ name: "victim" })!;
-  expect(await victim.locator("button, input[name=csrf], input[name=password]").count()).toBe(0);
-  await expect.poll(() => refusals.length).toBeGreaterThan(0);
+    // Framing from another site: Chromium refuses to render the page in the frame (a control page does render).
+    const refusals: string[] = [];
+    page.on("console", (message) => {
+      if (/frame-ancestors|X-Frame-Options/i.test(message.text())) refusals.push(message.text());
+    });
+    sidePages.set("/framable", "<!doctype html><title>Framable</title><p>This page may be framed.</p>");
+    sidePages.set("/frame", `<!doctype html><title>Evil</title><iframe name="victim" src="${ISSUER}/account/apps"></iframe>` +
+      `<iframe name="control" src="${CROSS_SITE}/framable"></iframe>`);
+    await page.goto(`${CROSS_SITE}/frame`);
+    await expect.poll(() => page.frame({ name: "control" })?.locator("body").innerText().catch(() => "")).toContain("may be framed");
+    const victim = page.frame({ name: "victim" })!;
+    expect(await victim.locator("button, input[name=csrf], input[name=password]").count()).toBe(0);
+    await expect.poll(() => refusals.length).toBeGreaterThan(0);
 
-  // A cross-site auto-submitted revoke form: SameSite=Lax keeps the session cookie out, Origin is refused.
-  sidePages.set("/csrf", `<!doctype html><title>Win a prize</title>` +
-    `<form id="f" method="post" action="${ISSUER}/account/apps"><input name="grant_id" value="${grantId}"><input name="csrf" value="guess"></form>` +
-    `<script>document.getElementById("f").submit()</script>`);
-  await page.goto(`${CROSS_SITE}/csrf`);
-  await page.waitForLoadState("load");
-  await page.waitForTimeout(300);
-  expect((await api(tokens.access_token)).status).toBe(200);
+    // A cross-site auto-submitted revoke form: SameSite=Lax keeps the session cookie out, Origin is refused.
+    sidePages.set("/csrf", `<!doctype html><title>Win a prize</title>` +
+      `<form id="f" method="post" action="${ISSUER}/account/apps"><input name="grant_id" value="${grantId}"><input name="csrf" value="guess"></form>` +
+      `<script>document.getElementById("f").submit()</script>`);
+    await page.goto(`${CROSS_SITE}/csrf`);
+    await page.waitForLoadState("load");
+    await page.waitForTimeout(300);
+    expect((await api(tokens.access_token)).status).toBe(200);
 
-  // Same origin, with the session cookie but without the page's CSRF token: refused.
-  await page.goto(`${ISSUER}/account/apps`);
-  await page.locator("input[name=csrf]").first().evaluate((input: HTMLInputElement) => (input.value = "forged"));
-  const [refused] = await Promise.all([page.waitForResponse(`${ISSUER}/account/apps`), page.locator("[data-grant] button").first().click()]);
-  expect(refused.status()).toBe(403);
-  expect(await page.locator("h1").textContent()).toBe("Request refused");
-  expect((await api(tokens.access_token)).status).toBe(200);
-  await context.close();
-}, 60_000);
+    // Same origin, with the session cookie but without the page's CSRF token: refused.
+    await page.goto(`${ISSUER}/account/apps`);
+    await page.locator("input[name=csrf]").first().evaluate((input: HTMLInputElement) => (input.value = "forged"));
+    const [refused] = await Promise.all([page.waitForResponse(`${ISSUER}/account/apps`), page.locator("[data-grant] button").first().click()]);
+    expect(refused.status()).toBe(403);
+    expect(await page.locator("h1").textContent()).toBe("Request refused");
+    expect((await api(tokens.access_token)).status).toBe(200);
+    await context.close();
+  }, 60_000);
+});

@@ -1,0 +1,40 @@
+/**
+ * The words `npm run bench` and `npm run bench:smoke` end with, kept equal to their exit code: the smoke run
+ * gates on one ratio (in-process client_credentials ≥ 0.5 × the bare handler, Node), so it says PASS or FAIL on
+ * that and on failed requests alone; other targets are shown as "not gated", never as a miss that passes.
+ */
+
+/** What the verdict needs of a row. */
+export interface VerdictRow {
+  section: "in-process" | "http";
+  runtime: string;
+  scenario: string;
+  ratio?: number;
+  result: { errors: number };
+}
+
+/** The smoke gate's row. */
+export const isGate = (row: VerdictRow): boolean =>
+  row.section === "in-process" && row.runtime === "node" && row.scenario === "client_credentials";
+
+/** The last line and the exit code of a run. */
+export function verdict(rows: VerdictRow[], smoke: boolean): { code: 0 | 1; line: string } {
+  const failed = rows.filter((row) => row.result.errors > 0);
+  const name = smoke ? "bench smoke" : "bench";
+  if (failed.length > 0) {
+    return { code: 1, line: `${name}: FAIL: ${failed.length} row(s) had failed requests` };
+  }
+  if (!smoke) return { code: 0, line: `${name}: PASS: every request succeeded (targets are reported above, not gated)` };
+  const gate = rows.find(isGate);
+  if (!gate || gate.ratio === undefined) return { code: 1, line: `${name}: FAIL: the in-process client_credentials row is missing` };
+  const ratio = gate.ratio.toFixed(2);
+  return gate.ratio >= 0.5
+    ? { code: 0, line: `${name}: PASS: in-process client_credentials is ${ratio} of the bare handler (≥ 0.50)` }
+    : { code: 1, line: `${name}: FAIL: in-process client_credentials is ${ratio} of the bare handler, below 0.50` };
+}
+
+/** The target column: met or below; in a smoke run, rows other than the gate are marked "not gated". */
+export function targetWord(met: boolean, smoke: boolean, gate: boolean): string {
+  if (met) return "met";
+  return smoke && !gate ? "below (not gated in smoke)" : "MISSED";
+}
