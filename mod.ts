@@ -46,6 +46,7 @@ export {
 } from "./lib/resource_server.ts";
 export type { TokenResponse } from "./lib/tokens.ts";
 export { passwordLogin, type PasswordLoginOptions } from "./lib/consent/login.ts";
+export { hashPassword, isPasswordHash, verifyPassword } from "./lib/reference/passwords.ts";
 export { MemoryStorage, memoryStorage, type MemoryStorageOptions } from "./lib/storage/memory.ts";
 export { type Dialect, type SqlExecutor, type SqlRow, SqlStorage, sqlStorage, type SqlStorageOptions } from "./lib/storage/sql.ts";
 export { type RedisExecutor, RedisStorage, redisStorage, type RedisStorageOptions } from "./lib/storage/redis.ts";

@@ -6,7 +6,7 @@
 
 /** What the verdict needs of a row. */
 export interface VerdictRow {
-  section: "in-process" | "http";
+  section: string;
   runtime: string;
   scenario: string;
   ratio?: number;
