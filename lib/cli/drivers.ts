@@ -4,6 +4,7 @@
  *
  * @module
  */
+import process from "node:process";
 import type { SqliteDatabase, StoreDrivers } from "../reference/store.ts";
 
 // Specifiers in variables: a bundler or type checker must not try to resolve a driver that is not installed.
@@ -13,10 +14,19 @@ const BUN_SQLITE = "bun:sqlite";
 /** node:sqlite, on Node and Deno. */
 async function openNodeSqlite(path: string): Promise<SqliteDatabase> {
   let module: { DatabaseSync: new (path: string) => SqliteDatabase };
+  // Node 22 flags node:sqlite as experimental on import; an operator would read that as a problem with the
+  // server at every start. Only that one warning is held back, only during the import.
+  const emitWarning = process.emitWarning;
+  process.emitWarning = ((warning: string | Error, ...rest: unknown[]) => {
+    if (String(warning instanceof Error ? warning.message : warning).includes("SQLite")) return;
+    (emitWarning as (...args: unknown[]) => void).call(process, warning, ...rest);
+  }) as typeof process.emitWarning;
   try {
     module = await import(NODE_SQLITE);
   } catch {
     throw new Error("SQLite needs Node 22.5 or later (node:sqlite)");
+  } finally {
+    process.emitWarning = emitWarning;
   }
   return new module.DatabaseSync(path);
 }
