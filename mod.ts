@@ -47,6 +47,8 @@ export {
 export type { TokenResponse } from "./lib/tokens.ts";
 export { passwordLogin, type PasswordLoginOptions } from "./lib/consent/login.ts";
 export { hashPassword, isPasswordHash, verifyPassword } from "./lib/reference/passwords.ts";
+export { AUDIT_EVENTS, type AuditEvent, type AuditEventType } from "./lib/audit.ts";
+export { memoryThrottle, type MemoryThrottleOptions, type Throttle, throttleKey } from "./lib/throttle.ts";
 export { MemoryStorage, memoryStorage, type MemoryStorageOptions } from "./lib/storage/memory.ts";
 export { type Dialect, type SqlExecutor, type SqlRow, SqlStorage, sqlStorage, type SqlStorageOptions } from "./lib/storage/sql.ts";
 export { type RedisExecutor, RedisStorage, redisStorage, type RedisStorageOptions } from "./lib/storage/redis.ts";

@@ -3,6 +3,7 @@
  *
  * @module
  */
+import { audit } from "./audit.ts";
 import { randomToken, sha256 } from "./crypto.ts";
 import { ConfigurationError } from "./errors.ts";
 import type { ResolvedOptions } from "./options.ts";
@@ -26,7 +27,10 @@ export interface ClientRegistration {
    * under the single scope policy it is one scope. Default: none, so requests must name a scope.
    */
   default_scope?: string;
-  /** Which tokens the client may introspect: its own (default) or every token (a resource server). */
+  /**
+   * Which tokens the client may introspect (RFC 7662): its own (`"own"`, default), or every access token
+   * (`"all"`, for a resource server). Refresh tokens answer only to their own client either way.
+   */
   introspection?: "own" | "all";
   /** Default: `["authorization_code", "refresh_token"]`. */
   grant_types?: GrantType[];
@@ -51,6 +55,8 @@ export interface ClientRegistry {
   pause(clientId: string): Promise<ClientRecord | null>;
   /** Resumes a paused client. */
   resume(clientId: string): Promise<ClientRecord | null>;
+  /** Deletes a client and revokes all its grants; false when there was none. */
+  delete(clientId: string): Promise<boolean>;
 }
 
 const GRANT_TYPES: readonly GrantType[] = ["authorization_code", "refresh_token", "client_credentials"];
@@ -137,7 +143,7 @@ export async function buildClient(
   if (secret !== undefined) client.secret_hash = sha256(secret);
   if (r.default_scope !== undefined) client.default_scope = r.default_scope;
   if (r.introspection !== undefined) {
-    if (r.introspection !== "own" && r.introspection !== "all") fail(`"introspection" must be "own" or "all"`);
+    if (r.introspection !== "own" && r.introspection !== "all") fail(`"introspection" must be "own" or "all" for client "${clientId}"`);
     if (r.type !== "confidential") fail(`public client "${clientId}" cannot introspect`);
     client.introspection = r.introspection;
   }
@@ -151,10 +157,24 @@ export function clientRegistry(options: ResolvedOptions): ClientRegistry {
     async register(registration) {
       const registered = await buildClient(registration, options);
       await storage.saveClient(registered.client);
+      audit(options, undefined, { type: "client.registered", client_id: registered.client.client_id });
       return registered;
     },
     get: (clientId) => storage.getClient(clientId),
-    pause: (clientId) => storage.setClientActive(clientId, false),
-    resume: (clientId) => storage.setClientActive(clientId, true),
+    async pause(clientId) {
+      const client = await storage.setClientActive(clientId, false);
+      if (client) audit(options, undefined, { type: "client.paused", client_id: clientId });
+      return client;
+    },
+    async resume(clientId) {
+      const client = await storage.setClientActive(clientId, true);
+      if (client) audit(options, undefined, { type: "client.resumed", client_id: clientId });
+      return client;
+    },
+    async delete(clientId) {
+      const deleted = await storage.deleteClient(clientId);
+      if (deleted) audit(options, undefined, { type: "client.deleted", client_id: clientId });
+      return deleted;
+    },
   };
 }

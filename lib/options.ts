@@ -18,6 +18,8 @@ import { memoryStorage } from "./storage/memory.ts";
 import { withTimeout } from "./storage/timeout.ts";
 import type { ScopePolicy } from "./scope.ts";
 import { memoryThrottle, type Throttle } from "./throttle.ts";
+import { type ClientAddressResolver, trustedProxies } from "./proxy.ts";
+import type { AuditEvent } from "./audit.ts";
 
 /** The logged-in end user, as the authentication hook reports them. */
 export interface EndUser {
@@ -35,8 +37,15 @@ export interface InteractionContext {
   client: { client_id: string; name: string };
   /** The requested scope. */
   scope: string;
-  /** The client's network address, when the runtime or adapter reports it (for throttling). */
+  /**
+   * The client's network address, when the runtime or adapter reports it (for throttling); behind a trusted
+   * proxy (`trustProxy`), the address it forwarded.
+   */
   remoteAddress: string | undefined;
+  /** The server's issuer: a hook builds absolute URLs from it, never from the request's `Host`. */
+  issuer?: string;
+  /** Reports an audit event (sign-in succeeded, failed or throttled) to the server's `onEvent`. */
+  audit?: (event: Omit<AuditEvent, "time" | "address">) => void;
 }
 
 /**
@@ -163,6 +172,19 @@ export interface AuthorizationServerOptions {
   };
   /** Called with each unexpected failure and each error response's cause. Never sent to the client. */
   onError?: (error: unknown, context: ErrorContext) => void;
+  /**
+   * Called with each audit event (sign-ins, consents, codes, tokens, clients, throttling; see
+   * {@link AuditEvent}). Events carry ids and the client's address, never a secret, code or token. A hook that
+   * throws is ignored.
+   */
+  onEvent?: (event: AuditEvent) => void;
+  /**
+   * Reverse proxies whose forwarding headers are believed: addresses or CIDR ranges (`10.0.0.0/8`,
+   * `2001:db8::/32`). When the socket's peer is one of them, the client's address (throttles, audit events) is
+   * the rightmost address of `X-Forwarded-For` (else of `Forwarded`) that is not a trusted proxy. Default none:
+   * the headers are ignored.
+   */
+  trustProxy?: readonly string[];
 }
 
 /** Options after defaults and checks; what the endpoints read. */
@@ -197,6 +219,9 @@ export interface ResolvedOptions {
   maxBodyBytes: number;
   formLimits: { maxParameters: number; maxParameterLength: number };
   onError: (error: unknown, context: ErrorContext) => void;
+  onEvent: ((event: AuditEvent) => void) | undefined;
+  /** The client's address from the socket's peer and the request's headers (see `trustProxy`). */
+  clientAddress: ClientAddressResolver;
 }
 
 /** A scope token (RFC 6749 §3.3): printable ASCII except space, `"` and `\`. */
@@ -374,7 +399,20 @@ export function resolveOptions(options: AuthorizationServerOptions): ResolvedOpt
       ),
     },
     onError: options.onError ?? (() => {}),
+    onEvent: checkHook("onEvent", options.onEvent),
+    clientAddress: trustedProxiesOption(options.trustProxy),
   };
+}
+
+function checkHook<T>(name: string, hook: T | undefined): T | undefined {
+  if (hook !== undefined && typeof hook !== "function") fail(`"${name}" must be a function`);
+  return hook;
+}
+
+function trustedProxiesOption(value: readonly string[] | undefined): ClientAddressResolver {
+  if (value === undefined || (Array.isArray(value) && value.length === 0)) return (peer) => peer;
+  if (!Array.isArray(value) || !value.every((v) => typeof v === "string")) fail(`"trustProxy" must be a list of addresses or CIDR ranges`);
+  return trustedProxies(value);
 }
 
 /** What every endpoint receives: the resolved options and the keys derived from them. */

@@ -4,7 +4,9 @@ import { describe, expect, test } from "vitest";
 import { passwordLogin } from "../lib/consent/login.ts";
 import type { Throttle } from "../lib/throttle.ts";
 import { memoryThrottle } from "../lib/throttle.ts";
-import { bearer, errorOf, fixture, pkce, postToken, REDIRECT, SECRETS, spaCode, webCode } from "./helpers.ts";
+import {
+  authorizeUrl, bearer, codeRequest, csrfOf, errorOf, fixture, getAuthorize, pkce, postToken, REDIRECT, SECRETS, spaCode, webCode,
+} from "./helpers.ts";
 
 const SECRET = "0123456789abcdef0123456789abcdef";
 const URL_ = "https://auth.example/authorize?response_type=code&client_id=printer";
@@ -119,5 +121,50 @@ describe("5. throttle keys have a fixed size", () => {
     expect(response.status).toBe(401);
     expect(keys.length).toBeGreaterThan(0);
     for (const key of keys) expect(key.length).toBeLessThanOrEqual(64);
+  });
+});
+
+describe("2. one consent, one code", () => {
+  const approve = (server: Awaited<ReturnType<typeof fixture>>["server"], params: Record<string, string>, csrf: string) =>
+    server.fetch(new Request(authorizeUrl(params), {
+      method: "POST",
+      headers: { "content-type": "application/x-www-form-urlencoded" },
+      body: new URLSearchParams({ decision: "allow", csrf }).toString(),
+    }));
+
+  test("a consent approval is single-use: 50 replays of the POST mint no code", async () => {
+    const { server } = await fixture();
+    const params = codeRequest("web");
+    const csrf = csrfOf(await (await getAuthorize(server, params)).text());
+    expect((await approve(server, params, csrf)).status).toBe(303);
+    const replays = await Promise.all(Array.from({ length: 50 }, () => approve(server, params, csrf)));
+    for (const replay of replays) {
+      expect(replay.status).toBe(403);
+      expect(replay.headers.get("location")).toBeNull();
+    }
+  });
+
+  test("so is a denial: the POST cannot be turned into an approval", async () => {
+    const { server } = await fixture();
+    const params = codeRequest("web");
+    const csrf = csrfOf(await (await getAuthorize(server, params)).text());
+    const deny = await server.fetch(new Request(authorizeUrl(params), {
+      method: "POST",
+      headers: { "content-type": "application/x-www-form-urlencoded" },
+      body: new URLSearchParams({ decision: "deny", csrf }).toString(),
+    }));
+    expect(new URL(deny.headers.get("location")!).searchParams.get("error")).toBe("access_denied");
+    expect((await approve(server, params, csrf)).status).toBe(403);
+  });
+
+  test("at most 5 unredeemed codes per user and client: the oldest are dropped", async () => {
+    const { server } = await fixture();
+    const codes: string[] = [];
+    for (let i = 0; i < 7; i++) codes.push(await webCode(server));
+    const redeem = (code: string) =>
+      postToken(server, { grant_type: "authorization_code", client_id: "web", client_secret: SECRETS.web, redirect_uri: REDIRECT, code });
+    expect(await errorOf(await redeem(codes[0]!))).toMatchObject({ error: "invalid_grant" });
+    expect(await errorOf(await redeem(codes[1]!))).toMatchObject({ error: "invalid_grant" });
+    for (const code of codes.slice(2)) expect((await redeem(code)).status).toBe(200);
   });
 });

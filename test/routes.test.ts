@@ -1,7 +1,7 @@
 // Addresses, methods, metadata (RFC 8414), revocation (RFC 7009) and introspection (RFC 7662).
 import { describe, expect, test } from "vitest";
 import { createAuthorizationServer } from "../mod.ts";
-import { fixture, ISSUER, postToken, SECRETS, spaTokens } from "./helpers.ts";
+import { fixture, ISSUER, postToken, REDIRECT, SECRETS, spaTokens, webCode } from "./helpers.ts";
 
 const form = (url: string, fields: Record<string, string>, headers: Record<string, string> = {}) =>
   new Request(url, {
@@ -120,13 +120,16 @@ describe("revocation (RFC 7009)", () => {
 });
 
 describe("introspection (RFC 7662)", () => {
-  test("a live token is described; a dead one is only inactive", async () => {
+  test("a live token is described to its own client; a dead one is only inactive", async () => {
     const { server, clock } = await fixture();
-    const tokens = await spaTokens(server);
+    const code = await webCode(server);
+    const tokens = await (await postToken(server, {
+      grant_type: "authorization_code", client_id: "web", client_secret: SECRETS.web, redirect_uri: REDIRECT, code,
+    })).json();
     const ask = async (token: string, hint?: string) =>
-      (await server.fetch(form(`${ISSUER}/introspect`, { token, ...(hint ? { token_type_hint: hint } : {}) }, basic("backend", SECRETS.backend)))).json();
+      (await server.fetch(form(`${ISSUER}/introspect`, { token, ...(hint ? { token_type_hint: hint } : {}) }, basic("web", SECRETS.web)))).json();
     expect(await ask(tokens.access_token)).toEqual({
-      active: true, scope: "read", client_id: "spa", sub: "alice", token_type: "Bearer",
+      active: true, scope: "read", client_id: "web", sub: "alice", token_type: "Bearer",
       exp: Math.floor(clock.now / 1000) + 3600, iss: ISSUER,
     });
     // RFC 7662 §2.2: token_type is an access token type; a refresh token has none.
@@ -136,6 +139,25 @@ describe("introspection (RFC 7662)", () => {
     expect(await ask("nonsense")).toEqual({ active: false });
     clock.advance(3600);
     expect(await ask(tokens.access_token)).toEqual({ active: false });
+  });
+
+  test("another client sees only inactive, unless it may introspect all access tokens", async () => {
+    const { server } = await fixture();
+    await server.clients.register({
+      client_id: "rs", client_secret: "rs-secret-0123456789abcdef", name: "Resource server", type: "confidential",
+      scopes: ["read"], grant_types: ["client_credentials"], introspection: "all",
+    });
+    const tokens = await spaTokens(server);
+    const ask = async (id: string, secret: string, token: string) =>
+      (await server.fetch(form(`${ISSUER}/introspect`, { token }, basic(id, secret)))).json();
+    expect(await ask("backend", SECRETS.backend, tokens.access_token)).toEqual({ active: false });
+    expect(await ask("backend", SECRETS.backend, tokens.refresh_token)).toEqual({ active: false });
+    expect(await ask("rs", "rs-secret-0123456789abcdef", tokens.access_token)).toMatchObject({ active: true, client_id: "spa", sub: "alice" });
+    // A refresh token answers only to its own client, whatever the caller's policy.
+    expect(await ask("rs", "rs-secret-0123456789abcdef", tokens.refresh_token)).toEqual({ active: false });
+    // A paused client's tokens are inactive to everyone.
+    await server.clients.pause("spa");
+    expect(await ask("rs", "rs-secret-0123456789abcdef", tokens.access_token)).toEqual({ active: false });
   });
 
   test("public clients may not introspect", async () => {

@@ -9,6 +9,7 @@ import { createReferenceApp, type ReferenceApp } from "../reference/app.ts";
 import { configWarnings } from "../reference/config.ts";
 import { hashPassword } from "../reference/passwords.ts";
 import { defaultStoreUrl, openStore, type StoreDrivers } from "../reference/store.ts";
+import type { AuditEvent } from "../audit.ts";
 import { banner, loadConfig, parseCommandLine, serveArgs, UsageError, VERSION } from "./args.ts";
 
 /** What an entry point supplies from its runtime. */
@@ -28,6 +29,25 @@ export interface CliRuntime {
   exit(code: number): void;
   /** The runtime's SQLite and a loader for the optional database drivers, for `--store`. */
   drivers?: StoreDrivers;
+  /** Appends text to a file, creating it (the audit log). */
+  appendText?(path: string, text: string): Promise<void>;
+}
+
+/** The audit log of `audit_log`: JSON lines on stderr, or appended to a file in order. */
+function auditLog(target: string | undefined, runtime: CliRuntime): ((event: AuditEvent) => void) | undefined {
+  if (target === undefined) return undefined;
+  if (target === "stderr") return (event) => console.error(JSON.stringify(event));
+  const append = runtime.appendText;
+  if (append === undefined) throw new Error(`Cannot write the audit log "${target}" on this runtime`);
+  let chain = Promise.resolve();
+  let warned = false;
+  return (event) => {
+    const line = JSON.stringify(event) + "\n";
+    chain = chain.then(() => append(target, line)).catch((error: Error) => {
+      if (!warned) console.error(`Cannot write the audit log "${target}": ${error.message}`);
+      warned = true;
+    });
+  };
 }
 
 /** The environment variable that may carry the signing secret instead of `--secret` or the config's `secret`. */
@@ -106,6 +126,7 @@ async function serve(flags: Flags, _: string | undefined, runtime: CliRuntime): 
       storage: store.storage,
       onError: (error, where) => console.error(`error at ${where.endpoint}:`, error),
       log: (line) => console.log(line),
+      ...(config.audit_log === undefined ? {} : { onEvent: auditLog(config.audit_log, runtime)! }),
     });
     ready(built);
   } catch (error) {

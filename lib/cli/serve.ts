@@ -6,7 +6,7 @@
  *
  * @module
  */
-import { readFile } from "node:fs/promises";
+import { appendFile, readFile } from "node:fs/promises";
 import process from "node:process";
 import { serveNode } from "../adapters/node.ts";
 import { nodeDrivers } from "./drivers.ts";
@@ -25,4 +25,5 @@ await main({
   onSignal: (signal, listener) => process.once(signal, listener),
   drivers: nodeDrivers,
   exit: (code) => process.exit(code),
+  appendText: (path, text) => appendFile(path, text),
 });

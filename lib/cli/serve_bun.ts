@@ -4,6 +4,7 @@
  *
  * @module
  */
+import { appendFile } from "node:fs/promises";
 import process from "node:process";
 import { serveBun } from "../adapters/bun.ts";
 import { fromRequest, toResponse } from "../http.ts";
@@ -33,4 +34,5 @@ await main({
   onSignal: (signal, listener) => process.once(signal, listener),
   drivers: bunDrivers,
   exit: (code) => process.exit(code),
+  appendText: (path, text) => appendFile(path, text),
 });

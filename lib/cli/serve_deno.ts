@@ -16,6 +16,7 @@ const deno = (globalThis as unknown as {
   Deno: {
     readonly args: readonly string[];
     readTextFile(path: string): Promise<string>;
+    writeTextFile(path: string, text: string, options: { append: boolean }): Promise<void>;
     readonly env: { get(name: string): string | undefined };
     readonly stdin: { readonly readable: ReadableStream<Uint8Array> };
     addSignalListener(signal: "SIGINT" | "SIGTERM", handler: () => void): void;
@@ -40,4 +41,5 @@ await main({
   onSignal: (signal, listener) => deno.addSignalListener(signal, listener),
   drivers: nodeDrivers,
   exit: (code) => deno.exit(code),
+  appendText: (path, text) => deno.writeTextFile(path, text, { append: true }),
 });

@@ -3,6 +3,7 @@
  *
  * @module
  */
+import { audit, clientAddressOf } from "../audit.ts";
 import { sha256, timingSafeEqual } from "../crypto.ts";
 import { OAuthError } from "../errors.ts";
 import type { HttpRequest } from "../http.ts";
@@ -58,7 +59,8 @@ export async function authenticateClient(
   }
 
   const { throttle } = context;
-  const keys = throttle ? throttleKeys(presented.client_id, request.remoteAddress) : undefined;
+  const address = clientAddressOf(request, context);
+  const keys = throttle ? throttleKeys(presented.client_id, address) : undefined;
   if (throttle && keys) {
     // Sequential, as a shared store may want; an in-memory throttle answers at once, so nothing is awaited.
     const now = context.clock();
@@ -68,6 +70,7 @@ export async function authenticateClient(
       wait = Math.max(wait, typeof result === "number" ? result : await result);
     }
     if (wait > 0) {
+      audit(context, request, { type: "request.throttled", client_id: presented.client_id.slice(0, 255), reason: "client_auth" }, address);
       throw new OAuthError("slow_down", {
         description: "Too many failed client authentications; try again later",
         headers: { "retry-after": String(Math.ceil(wait / 1000)) },

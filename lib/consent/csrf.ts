@@ -1,18 +1,19 @@
 /**
- * CSRF tokens of the consent form: stateless, signed, bound to the user and to every parameter of the
- * authorization request, and short-lived. A forged POST from another site cannot produce one, and a token for
- * one request cannot approve another.
+ * CSRF tokens of the consent form: signed, bound to the user and to every parameter of the authorization
+ * request, short-lived, and unique per page (a random nonce), so the endpoint can accept each one once. A forged
+ * POST from another site cannot produce one, and a token for one request cannot approve another.
  *
  * @module
  */
-import { hmac, timingSafeEqual } from "../crypto.ts";
+import { hmac, randomToken, timingSafeEqual } from "../crypto.ts";
 
 /** How long a consent page may sit open before its form is refused, in ms. */
 export const CSRF_TTL: number = 10 * 60 * 1000;
 
-/** Makes a token for `parts`, issued at `now`. */
+/** Makes a token for `parts`, issued at `now`: `time.nonce.mac`. */
 export async function csrfToken(key: CryptoKey, parts: readonly string[], now: number): Promise<string> {
-  return `${now.toString(36)}.${await hmac(key, JSON.stringify([now, ...parts]))}`;
+  const nonce = randomToken().slice(0, 22);
+  return `${now.toString(36)}.${nonce}.${await hmac(key, JSON.stringify([now, nonce, ...parts]))}`;
 }
 
 /** Whether `token` was made by {@link csrfToken} for the same `parts` within the last {@link CSRF_TTL}. */
@@ -23,9 +24,10 @@ export async function verifyCsrfToken(
   now: number,
 ): Promise<boolean> {
   if (token === undefined) return false;
-  const dot = token.indexOf(".");
-  if (dot === -1) return false;
-  const issued = parseInt(token.slice(0, dot), 36);
+  const [time, nonce, mac, extra] = token.split(".");
+  if (time === undefined || nonce === undefined || mac === undefined || extra !== undefined) return false;
+  const issued = parseInt(time, 36);
+  // A token from the future is refused too: the clock went back, or the time was forged.
   if (!Number.isSafeInteger(issued) || issued > now || now - issued > CSRF_TTL) return false;
-  return timingSafeEqual(token.slice(dot + 1), await hmac(key, JSON.stringify([issued, ...parts])));
+  return timingSafeEqual(mac, await hmac(key, JSON.stringify([issued, nonce, ...parts])));
 }

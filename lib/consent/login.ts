@@ -25,7 +25,10 @@ export interface PasswordLoginOptions {
   sessionTtl?: number;
   /** Milliseconds since the epoch. Default `Date.now`. */
   clock?: () => number;
-  /** Whether cookies carry `Secure`. Default: when the request URL is https (set it behind a TLS proxy). */
+  /**
+   * Whether cookies carry `Secure`. Default: when the server's issuer is https (so also behind a proxy that
+   * ends TLS), or the request itself is.
+   */
   secure?: boolean;
   /**
    * Throttling of wrong passwords, per address and per username at that address (never per username alone,
@@ -140,7 +143,8 @@ export function passwordLogin(options: PasswordLoginOptions): AuthenticateUser {
   }
 
   return async (request: Request, context: InteractionContext): Promise<EndUser | Response> => {
-    const secure = options.secure ?? (prefixed || new URL(request.url).protocol === "https:");
+    const secure = options.secure ??
+      (prefixed || context.issuer?.startsWith("https:") === true || new URL(request.url).protocol === "https:");
     const cookies = parseCookies(request.headers.get("cookie"));
     const form = request.method === "POST" ? context.form : null;
     const isLogin = form !== null && (form.has("username") || form.has("password"));
@@ -179,18 +183,23 @@ export function passwordLogin(options: PasswordLoginOptions): AuthenticateUser {
         for (const k of reserved) await throttle.release?.(k, now);
         const seconds = Math.ceil(wait / 1000);
         const error = `Too many failed sign-in attempts. Please try again in ${seconds} seconds.`;
+        context.audit?.({ type: "request.throttled", reason: "signin" });
         return showLogin(request, context, cookies, secure, { error, username, status: 429, retryAfter: seconds });
       }
     }
     const user = username !== "" && password !== "" ? await options.verify(username, password) : null;
     if (user === null || user === undefined) {
+      context.audit?.({ type: "signin.failed", reason: "wrong_password" });
       return showLogin(request, context, cookies, secure, { error: WRONG, username });
     }
     if (throttle) for (const k of reserved) await throttle.release?.(k, now);
     if (typeof user !== "object" || typeof user.id !== "string" || user.id === "") {
       throw new TypeError(`passwordLogin: "verify" must return an EndUser with a non-empty "id", or null`);
     }
-    const response = redirectResponse(request.url, 303);
+    context.audit?.({ type: "signin.succeeded", user_id: user.id });
+    // Relative (RFC 9110 §10.2.2): the browser stays on the origin it used, and `Host` never picks the target.
+    const url = new URL(request.url);
+    const response = redirectResponse(url.pathname + url.search, 303);
     response.headers.push(
       ["set-cookie", cookie(cookieName, await issueSession(user), secure, ttl)],
       ["set-cookie", cookie(nonceName, "", secure, 0)],

@@ -7,7 +7,8 @@
  * @module
  */
 import { consentPage } from "../consent/pages.ts";
-import { csrfToken, verifyCsrfToken } from "../consent/csrf.ts";
+import { audit, clientAddressOf } from "../audit.ts";
+import { CSRF_TTL, csrfToken, verifyCsrfToken } from "../consent/csrf.ts";
 import { randomToken, sha256 } from "../crypto.ts";
 import { OAuthError } from "../errors.ts";
 import { type HttpRequest, type HttpResponse, isFormContentType, parseForm, printable, queryOf, readParams } from "../http.ts";
@@ -19,6 +20,9 @@ import { requestedResource } from "../resource_indicator.ts";
 import { requestedScope } from "../scope.ts";
 import type { ClientRecord } from "../storage/types.ts";
 import { newGrantId } from "../tokens.ts";
+
+/** Unredeemed codes kept per user and client; a client that needs more in flight is misbehaving. */
+const OUTSTANDING_CODES = 5;
 
 /** A validated authorization request. */
 interface AuthorizationRequest {
@@ -60,11 +64,14 @@ export async function authorizeEndpoint(request: HttpRequest, context: ServerCon
     form = parseForm(await request.text(context.maxBodyBytes), context.formLimits);
   }
 
+  const address = clientAddressOf(request, context);
   const user = await context.authenticateUser!(request.toRequest(), {
     form: form ? new URLSearchParams([...form]) : null,
     client: { client_id: client.client_id, name: client.name },
     scope,
-    remoteAddress: request.remoteAddress,
+    remoteAddress: address,
+    issuer: context.issuer,
+    audit: (event) => audit(context, request, { client_id: client.client_id, ...event }, address),
   });
   if (user instanceof Response) return { status: user.status, headers: [], body: null, passthrough: user };
   if (typeof user !== "object" || user === null || typeof user.id !== "string" || user.id === "") {
@@ -93,19 +100,30 @@ export async function authorizeEndpoint(request: HttpRequest, context: ServerCon
       loopbackWarning: (client.origin === "document" || client.origin === "registration") && isLoopbackUri(redirect_uri),
     });
   }
-  if (!(await verifyCsrfToken(key, form!.get("csrf"), bound, now))) {
+  const csrf = form!.get("csrf");
+  if (!(await verifyCsrfToken(key, csrf, bound, now))) {
     // No redirect: a forged or stale form must have no effect on the client at all.
     throw new OAuthError("access_denied", {
       description: "The consent form has expired or did not come from this site. Please start again.",
     });
   }
-  if (decision === "deny") {
-    throw new OAuthError("access_denied", { description: "The user denied the request", redirect: redirectOnError });
-  }
-  if (decision !== "allow") {
+  if (decision !== "deny" && decision !== "allow") {
     throw new OAuthError("invalid_request", { description: "Unknown consent decision", redirect: redirectOnError });
   }
-  const code = await issueCode(authorization, user, context, now);
+  // One approval, one answer (finding 2 of issue 15): a replayed consent POST must not mint another code.
+  if (!(await context.storage.markOnce(`consent:${sha256(csrf!)}`, now + CSRF_TTL, now))) {
+    throw new OAuthError("access_denied", {
+      description: "This consent form was already used. Please start again.",
+    });
+  }
+  const who = { client_id: client.client_id, user_id: user.id };
+  if (decision === "deny") {
+    audit(context, request, { type: "consent.denied", ...who }, address);
+    throw new OAuthError("access_denied", { description: "The user denied the request", redirect: redirectOnError });
+  }
+  audit(context, request, { type: "consent.granted", ...who }, address);
+  const { code, grantId } = await issueCode(authorization, user, context, now);
+  audit(context, request, { type: "code.issued", ...who, grant_id: grantId }, address);
   return redirectTo(authorizationRedirect(redirect_uri, { code, state }, context.issuer));
 }
 
@@ -119,11 +137,13 @@ async function issueCode(
   user: EndUser,
   context: ServerContext,
   now: number,
-): Promise<string> {
+): Promise<{ code: string; grantId: string }> {
   const code = randomToken();
+  const grantId = newGrantId();
+  // At most OUTSTANDING_CODES unredeemed codes per user and client: the store drops the oldest.
   await context.storage.saveCode({
     hash: sha256(code),
-    grant_id: newGrantId(),
+    grant_id: grantId,
     client_id: authorization.client.client_id,
     user_id: user.id,
     redirect_uri: authorization.redirect_uri,
@@ -131,8 +151,8 @@ async function issueCode(
     ...(authorization.code_challenge === undefined ? {} : { code_challenge: authorization.code_challenge }),
     ...(authorization.resource === undefined ? {} : { resource: authorization.resource }),
     expires_at: now + context.codeTtl,
-  });
-  return code;
+  }, OUTSTANDING_CODES);
+  return { code, grantId };
 }
 
 /** Validates the query of an authorization request; throws an error page or an error redirect. */

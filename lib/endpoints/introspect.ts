@@ -11,10 +11,15 @@ import type { ServerContext } from "../options.ts";
 import { readPostedForm } from "./form.ts";
 import { findToken } from "./lookup.ts";
 
-/** Answers `{ "active": false }` for anything not live, so nothing else about such a token leaks (§2.2). */
+/**
+ * Answers `{ "active": false }` for anything not live, so nothing else about such a token leaks (§2.2), and for
+ * anything the caller may not see (§2.1, RFC 7662 §4): a client sees its own tokens only, unless it is a
+ * resource server registered with `introspection: "all"`; a refresh token answers to its own client alone, so a
+ * thief cannot learn whether it is live without spending it.
+ */
 export async function introspectEndpoint(request: HttpRequest, context: ServerContext): Promise<HttpResponse> {
   const form = await readPostedForm(request, context);
-  const { method } = await authenticateClient(request, form, context);
+  const { client, method } = await authenticateClient(request, form, context);
   if (method === "none") {
     throw clientAuthFailed("Introspection requires client authentication", context);
   }
@@ -22,7 +27,9 @@ export async function introspectEndpoint(request: HttpRequest, context: ServerCo
   if (token === undefined) throw new OAuthError("invalid_request", { description: "The token parameter is required" });
   const found = await findToken(sha256(token), form.get("token_type_hint"), context);
   const live = found && (found.kind === "access_token" || found.record.rotated_at === undefined);
-  const owner = live ? await context.storage.getClient(found.record.client_id) : null;
+  const own = found?.record.client_id === client.client_id;
+  const visible = live && (own || (found.kind === "access_token" && client.introspection === "all"));
+  const owner = visible ? (own ? client : await context.storage.getClient(found.record.client_id)) : null;
   if (!found || !owner?.active) return jsonResponse(200, { active: false });
   const { record } = found;
   return jsonResponse(200, {

@@ -3,6 +3,7 @@
  *
  * @module
  */
+import { audit } from "../audit.ts";
 import { authenticateClient } from "../client_auth/authenticate.ts";
 import { sha256 } from "../crypto.ts";
 import { OAuthError } from "../errors.ts";
@@ -29,5 +30,15 @@ export async function revokeEndpoint(request: HttpRequest, context: ServerContex
   }
   if (found?.kind === "refresh_token") await context.storage.revokeGrant(found.record.grant_id);
   else if (found) await context.storage.revokeAccessToken(found.record.hash);
+  if (found) {
+    const { record } = found;
+    audit(context, request, {
+      type: "token.revoked",
+      client_id: client.client_id,
+      ...(record.user_id === undefined ? {} : { user_id: record.user_id }),
+      ...(record.grant_id === undefined ? {} : { grant_id: record.grant_id }),
+      reason: found.kind,
+    });
+  }
   return { status: 200, headers: [["cache-control", "no-store"]], body: null };
 }

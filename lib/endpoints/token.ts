@@ -39,5 +39,5 @@ export async function tokenEndpoint(request: HttpRequest, context: ServerContext
   if (!client.grant_types.includes(grantType as never)) {
     throw new OAuthError("unauthorized_client", { description: "The client may not use this grant type" });
   }
-  return jsonTextResponse(200, tokenResponseJson(await grant.exchange(form, client, context)));
+  return jsonTextResponse(200, tokenResponseJson(await grant.exchange(form, client, context, request)));
 }

@@ -3,6 +3,7 @@
  *
  * @module
  */
+import { audit } from "../audit.ts";
 import { sha256 } from "../crypto.ts";
 import { OAuthError } from "../errors.ts";
 import { CODE_VERIFIER, verifyPkce } from "../pkce.ts";
@@ -24,7 +25,7 @@ function proven(client: ClientRecord, verifier: string | undefined, challenge: s
 /** Exchanges a code for tokens. Everything is checked before the code is spent, so a bad try costs nothing. */
 export const authorizationCode: Grant = {
   confidentialOnly: false,
-  async exchange(form, client, context) {
+  async exchange(form, client, context, request) {
     const code = form.get("code");
     if (code === undefined) throw missing("code");
     const redirectUri = form.get("redirect_uri");
@@ -46,7 +47,10 @@ export const authorizationCode: Grant = {
       // RFC 6749 §4.1.2 and RFC 9700 §4.5: a replayed code revokes every token issued from it, but only when the
       // code's own client proves itself (its secret, or the code's PKCE verifier). Else a leaked, spent code
       // plus any public client_id would let anyone kill the user's tokens.
-      if (proven(client, verifier, record.code_challenge)) await storage.revokeGrant(record.grant_id);
+      if (proven(client, verifier, record.code_challenge)) {
+        await storage.revokeGrant(record.grant_id);
+        audit(context, request, { type: "code.replayed", client_id: client.client_id, user_id: record.user_id, grant_id: record.grant_id });
+      }
       throw invalidGrant("The authorization code was already used");
     }
     if (record.redirect_uri !== redirectUri) throw invalidGrant("The redirect_uri does not match the authorization request");
@@ -80,8 +84,10 @@ export const authorizationCode: Grant = {
     // The one atomic step: whoever loses a concurrent redemption is treated as a replay.
     if (!(await storage.redeemCode(hash, records, now))) {
       await storage.revokeGrant(record.grant_id);
+      audit(context, request, { type: "code.replayed", client_id: client.client_id, user_id: record.user_id, grant_id: record.grant_id });
       throw invalidGrant("The authorization code was already used");
     }
+    audit(context, request, { type: "code.redeemed", client_id: client.client_id, user_id: record.user_id, grant_id: record.grant_id });
     return response;
   },
 };

@@ -3,6 +3,7 @@
  *
  * @module
  */
+import { audit } from "../audit.ts";
 import { requestedResource } from "../resource_indicator.ts";
 import { requestedScope } from "../scope.ts";
 import { mintTokens, newGrantId } from "../tokens.ts";
@@ -11,7 +12,7 @@ import type { Grant } from "./types.ts";
 /** Issues a token to the client itself; a refresh token only when the client is configured for one. */
 export const clientCredentials: Grant = {
   confidentialOnly: true,
-  async exchange(form, client, context) {
+  async exchange(form, client, context, request) {
     const scope = requestedScope(form.get("scope"), client, context.scopePolicy);
     // No user consents here: the client may name any configured resource (RFC 8707 §2).
     const resource = requestedResource(form.get("resource"), context.resources);
@@ -26,6 +27,7 @@ export const clientCredentials: Grant = {
       refresh_expires_at: refresh ? now + context.refreshTokenTtl : undefined,
     }, context, now);
     await context.storage.saveTokens(records, now);
+    audit(context, request, { type: "token.issued", client_id: client.client_id, ...(refresh ? { grant_id: records.refresh!.grant_id } : {}) });
     return response;
   },
 };

@@ -5,6 +5,7 @@
  *
  * @module
  */
+import type { AuditEvent } from "../audit.ts";
 import { passwordLogin } from "../consent/login.ts";
 import { base64url, sha256, timingSafeEqual } from "../crypto.ts";
 import { OAuthError } from "../errors.ts";
@@ -42,6 +43,8 @@ export interface ReferenceAppOptions {
   onError?: (error: unknown, context: { endpoint: string; method: string; path: string }) => void;
   /** Receives one JSON line per request (the request log); none = no log. The CLI prints them on stdout. */
   log?: (line: string) => void;
+  /** Audit events (see `AuditEvent`), e.g. written as JSON lines. */
+  onEvent?: (event: AuditEvent) => void;
 }
 
 /** The reference app: the server plus its two handlers. */
@@ -89,6 +92,8 @@ export async function createReferenceApp(options: ReferenceAppOptions): Promise<
     // One key per use, derived from the shared secret: a CSRF token can never pass for a session, or back.
     secret: sha256(`csrf\u0000${secret}`),
     ...(options.onError ? { onError: options.onError } : {}),
+    ...(options.onEvent ? { onEvent: options.onEvent } : {}),
+    ...(config.trust_proxy ? { trustProxy: config.trust_proxy } : {}),
     authenticateUser: login,
   });
   await writeConfigClients(config, server, storage);

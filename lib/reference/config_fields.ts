@@ -106,6 +106,7 @@ export const CONFIG_FILE: Field = {
       minimum: 0,
     },
     trust_proxy: strings("Addresses or CIDR ranges of reverse proxies whose X-Forwarded-For is believed."),
+    audit_log: str('Where audit events go, one JSON line each: "stderr", or a file path (appended to). Default: none.'),
     metrics: {
       kind: "object",
       description: "Prometheus text metrics at /metrics (off by default, so never public by accident).",

@@ -104,7 +104,8 @@ describe("passwordLogin", () => {
     const { csrf, nonce } = await openLogin(hook);
     const response = (await hook(post(nonce), context(loginForm(csrf)))) as Response;
     expect(response.status).toBe(303);
-    expect(response.headers.get("location")).toBe(URL_);
+    // Relative: the browser stays on the origin it used; `Host` never picks where a signed-in user goes.
+    expect(response.headers.get("location")).toBe("/authorize?response_type=code&client_id=printer&state=s%20t");
     expect(response.headers.get("cache-control")).toBe("no-store");
     expect(calls).toEqual([["alice", "correct horse"]]);
     const session = setCookie(response, "oauth2_session")!;

@@ -1,5 +1,8 @@
 // The attacks of issue 15, run as an attacker would: over real HTTP against the reference server on Node,
 // Deno and Bun. Vitest on Node only: it spawns the other runtimes.
+import { existsSync, mkdtempSync, readFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { afterAll, describe, expect, test } from "vitest";
 import {
   authorizePath, Browser, challengeOf, config, csrfOf, decide, killAll, PASSWORD, type Running, SECRETS, signIn, spaCode,
@@ -47,6 +50,41 @@ describe.each(RUNTIMES)("on %s", (runtime) => {
     });
   }, 60_000);
 
+  test("2. a consent approval is single-use: replaying the POST mints no second code", async () => {
+    await withServer(runtime, async ({ url }) => {
+      const browser = new Browser(url);
+      const path = authorizePath("web");
+      const csrf = csrfOf(await signIn(browser, path));
+      const first = await decide(browser, path, csrf);
+      expect(first.status).toBe(303);
+      expect(new URL(first.headers.get("location")!).searchParams.get("code")).toBeTruthy();
+      const replays = await Promise.all(Array.from({ length: 20 }, () => decide(browser, path, csrf)));
+      for (const replay of replays) {
+        expect(replay.status).toBe(403);
+        expect(replay.headers.get("location")).toBeNull();
+        await replay.arrayBuffer();
+      }
+    });
+  }, 60_000);
+
+  test("2. outstanding codes per user and client are capped: the oldest is dropped", async () => {
+    await withServer(runtime, async ({ url }) => {
+      const browser = new Browser(url);
+      const path = authorizePath("web");
+      let html = await signIn(browser, path);
+      const codes: string[] = [];
+      for (let i = 0; i < 8; i++) {
+        const response = await decide(browser, path, csrfOf(html));
+        codes.push(new URL(response.headers.get("location")!).searchParams.get("code")!);
+        html = await (await browser.request(path)).text();
+      }
+      const redeem = (code: string) =>
+        token(url, { grant_type: "authorization_code", client_id: "web", client_secret: SECRETS.web, redirect_uri: "http://127.0.0.1:9999/callback", code });
+      expect((await redeem(codes[0]!)).body).toMatchObject({ error: "invalid_grant" });
+      expect((await redeem(codes[7]!)).status).toBe(200);
+    });
+  }, 60_000);
+
   test("3. a replayed code with another client's id, or a wrong verifier, revokes nothing", async () => {
     await withServer(runtime, async ({ url }) => {
       const { code, verifier } = await spaCode(url);
@@ -63,5 +101,75 @@ describe.each(RUNTIMES)("on %s", (runtime) => {
       expect((await exchange({ client_id: "spa", code_verifier: verifier })).body).toMatchObject({ error: "invalid_grant" });
       expect(await bearer(url, accessToken)).toBe(401);
     });
+  }, 60_000);
+
+  test("4. a client_credentials backend cannot introspect another client's tokens", async () => {
+    await withServer(runtime, async ({ url }) => {
+      const { code, verifier } = await spaCode(url);
+      const issued = await token(url, {
+        grant_type: "authorization_code", client_id: "spa", redirect_uri: "http://127.0.0.1:9999/callback", code, code_verifier: verifier,
+      });
+      const introspect = async (clientId: string, secret: string, value: string) => {
+        const response = await fetch(`${url}/introspect`, {
+          method: "POST",
+          headers: { authorization: `Basic ${btoa(`${clientId}:${secret}`)}` },
+          body: new URLSearchParams({ token: value }),
+        });
+        return response.json();
+      };
+      expect(await introspect("backend", SECRETS.backend, issued.body.access_token as string)).toEqual({ active: false });
+      expect(await introspect("backend", SECRETS.backend, issued.body.refresh_token as string)).toEqual({ active: false });
+      expect(await introspect("auditor", "auditor-secret-0123456789abcdef", issued.body.access_token as string)).toMatchObject({
+        active: true, client_id: "spa", sub: "alice",
+      });
+    }, {
+      clients: [...(config().clients as unknown[]), {
+        client_id: "auditor", client_secret: "auditor-secret-0123456789abcdef", name: "Resource server", redirect_uris: [],
+        scopes: ["export"], grant_types: ["client_credentials"], introspection: "all",
+      }],
+    });
+  }, 60_000);
+
+  test("9. behind a trusted proxy (--trust-proxy), one attacker's failures do not lock out other clients", async () => {
+    const server = await startReference(runtime, config(), ["--trust-proxy", "127.0.0.1,::1"]);
+    try {
+      const attempt = async (secret: string, forwardedFor: string) => {
+        const response = await fetch(`${server.url}/index.php?module=OAuth2&action=token`, {
+          method: "POST",
+          headers: { "x-forwarded-for": forwardedFor, authorization: `Basic ${btoa(`backend:${secret}`)}` },
+          body: new URLSearchParams({ grant_type: "client_credentials", scope: "export" }),
+        });
+        await response.arrayBuffer();
+        return response.status;
+      };
+      for (let i = 0; i < 15; i++) await attempt(`wrong-${i}-0123456789`, "203.0.113.9");
+      expect(await attempt(SECRETS.backend, "203.0.113.9")).toBe(429);
+      expect(await attempt(SECRETS.backend, "198.51.100.7")).toBe(200);
+    } finally {
+      await server.stop();
+    }
+  }, 60_000);
+
+  test("10. audit_log writes JSON lines with ids and addresses, and no secret or token", async () => {
+    const file = join(mkdtempSync(join(tmpdir(), "oauth2-audit-")), "audit.jsonl");
+    await withServer(runtime, async ({ url }) => {
+      const issued = await token(url, { grant_type: "client_credentials", client_id: "backend", client_secret: SECRETS.backend, scope: "export" });
+      expect(issued.status).toBe(200);
+      await token(url, { grant_type: "client_credentials", client_id: "backend", client_secret: "wrong-secret-0123456789", scope: "export" });
+      const { code, verifier } = await spaCode(url);
+      await token(url, { grant_type: "authorization_code", client_id: "spa", redirect_uri: "http://127.0.0.1:9999/callback", code, code_verifier: verifier });
+      let text = "";
+      for (let i = 0; i < 50 && !text.includes("code.redeemed"); i++) {
+        await new Promise((done) => setTimeout(done, 100));
+        text = existsSync(file) ? readFileSync(file, "utf8") : "";
+      }
+      const events = text.trim().split("\n").map((line) => JSON.parse(line) as Record<string, unknown>);
+      const types = events.map((e) => e.type);
+      for (const type of ["client.registered", "token.issued", "signin.succeeded", "consent.granted", "code.issued", "code.redeemed"]) {
+        expect(types).toContain(type);
+      }
+      expect(events.find((e) => e.type === "code.redeemed")).toMatchObject({ client_id: "spa", user_id: "alice", address: "127.0.0.1" });
+      for (const secret of [SECRETS.backend, issued.body.access_token as string, code, verifier, PASSWORD]) expect(text).not.toContain(secret);
+    }, { audit_log: file });
   }, 60_000);
 });
