@@ -3,6 +3,7 @@
  *
  * @module
  */
+import { audit, clientAddressOf } from "../audit.ts";
 import { OAuthError } from "../errors.ts";
 import { type HttpRequest, type HttpResponse, jsonResponse } from "../http.ts";
 import type { ServerContext } from "../options.ts";
@@ -16,7 +17,8 @@ export async function registerEndpoint(request: HttpRequest, context: ServerCont
   const registration = context.registration!;
   checkInitialAccessToken(request.header("authorization"), registration.initialAccessToken);
   const now = context.clock();
-  const key = `register:${request.remoteAddress ?? "unknown"}`;
+  // Behind a trusted proxy, the address it forwarded (trustProxy); else the peer.
+  const key = `register:${clientAddressOf(request, context) ?? "unknown"}`;
   const wait = await registration.throttle.retryAfter(key, now);
   if (wait > 0) {
     throw new OAuthError("slow_down", {
@@ -37,6 +39,7 @@ export async function registerEndpoint(request: HttpRequest, context: ServerCont
   const { client, response } = buildRegisteredClient(body, context);
   await registration.throttle.fail(key, now);
   await context.storage.saveClient(client);
+  audit(context, request, { type: "client.registered", client_id: client.client_id, reason: "registration" });
   await reapUnused(context, now);
   // RFC 7591 §3.2.1: the answer holds the secret; it must not be cached.
   return jsonResponse(201, response);
