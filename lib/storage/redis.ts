@@ -26,6 +26,7 @@ import type {
 
 /** Runs a Lua script (`EVAL script numkeys ...keys ...args`) and resolves to its reply. */
 export interface RedisExecutor {
+  /** `EVAL script numkeys ...keys ...args`, resolved with the script's reply. */
   eval(script: string, keys: string[], args: string[]): Promise<unknown>;
 }
 
@@ -92,6 +93,7 @@ export class RedisStorage implements Storage {
   private readonly clock: () => number;
   private readonly margin: number;
 
+  /** Prefer {@link redisStorage}. */
   constructor(options: RedisStorageOptions) {
     this.executor = { eval: options.eval };
     this.prefix = options.prefix ?? "oauth:";
@@ -114,33 +116,40 @@ export class RedisStorage implements Storage {
     }
   }
 
+  /** A client by id, or null. */
   async getClient(clientId: string): Promise<ClientRecord | null> {
     return client(await this.run("getClient", undefined, [clientId]));
   }
 
+  /** Adds or replaces a client (one JSON document, plus the columns the store filters on). */
   async saveClient(record: ClientRecord): Promise<void> {
     const { active, last_used_at, ...rest } = record;
     await this.run("saveClient", undefined, [record.client_id, JSON.stringify(rest), active ? "1" : "0", last_used_at === undefined ? "" : String(last_used_at)]);
   }
 
+  /** Pauses or resumes a client; the updated record, or null. */
   async setClientActive(clientId: string, active: boolean): Promise<ClientRecord | null> {
     return client(await this.run("setClientActive", undefined, [clientId, active ? "1" : "0"]));
   }
 
+  /** Every client. */
   async listClients(): Promise<ClientRecord[]> {
     return list(await this.run("listClients", undefined, [])).flatMap((reply) => client(reply) ?? []);
   }
 
+  /** Revokes every grant of the client, deletes what was issued to it, then the client itself. */
   async deleteClient(clientId: string): Promise<boolean> {
     const [, existed] = list(await this.run("revokeClientGrants", undefined, [clientId, "1"]));
     return Number(existed) > 0;
   }
 
+  /** Revokes every grant of a client and deletes its codes and tokens; how many live grants were revoked. */
   async revokeClientGrants(clientId: string): Promise<number> {
     const [count] = list(await this.run("revokeClientGrants", undefined, [clientId, "0"]));
     return Number(count);
   }
 
+  /** Stores a code unless its grant is revoked; with `limit`, drops the oldest unredeemed codes of its consent. */
   async saveCode(code: CodeRecord, limit?: number): Promise<void> {
     await this.run("saveCode", undefined, [
       code.hash, JSON.stringify({ ...code, redeemed_at: undefined }), String(code.expires_at), code.grant_id, code.client_id,
@@ -149,6 +158,7 @@ export class RedisStorage implements Storage {
     ]);
   }
 
+  /** A live code by hash, redeemed or not. */
   async findCode(hash: string, now: number): Promise<CodeRecord | null> {
     const [json, redeemed] = list(await this.run("findCode", now, [hash])).map(str);
     if (json === undefined) return null;
@@ -157,36 +167,44 @@ export class RedisStorage implements Storage {
     return code;
   }
 
+  /** Redeems a code for exactly one caller and stores that caller's tokens (see the module documentation). */
   async redeemCode(hash: string, tokens: IssuedTokens, now: number): Promise<CodeRecord | null> {
     const json = str(await this.run("redeemCode", now, [hash, ...tokenArgs(tokens)]));
     return json === undefined ? null : (JSON.parse(json) as CodeRecord);
   }
 
+  /** Stores client_credentials tokens (and the grant of their refresh token), unless the grant is revoked. */
   async saveTokens(tokens: IssuedTokens, now: number): Promise<void> {
     await this.run("saveTokens", now, tokenArgs(tokens));
   }
 
+  /** A live access token of a live grant, or null. */
   async findAccessToken(hash: string, now: number): Promise<AccessTokenRecord | null> {
     const json = str(await this.run("findAccessToken", now, [hash]));
     return json === undefined ? null : (JSON.parse(json) as AccessTokenRecord);
   }
 
+  /** A live refresh token of a live grant, rotated or not, or null. */
   async findRefreshToken(hash: string, now: number): Promise<RefreshTokenRecord | null> {
     return refresh(await this.run("findRefreshToken", now, [hash]));
   }
 
+  /** Rotates a refresh token for exactly one caller, or for retries inside the grace window. */
   async rotateRefreshToken(hash: string, next: IssuedTokens, now: number, graceMs = 0): Promise<RefreshTokenRecord | null> {
     return refresh(await this.run("rotateRefreshToken", now, [hash, String(graceMs), ...tokenArgs(next)]));
   }
 
+  /** Revokes a grant: a tombstone first, then its codes and tokens are deleted. */
   async revokeGrant(grantId: string): Promise<void> {
     await this.run("revokeGrant", undefined, [grantId]);
   }
 
+  /** Deletes one access token. */
   async revokeAccessToken(hash: string): Promise<void> {
     await this.run("revokeAccessToken", undefined, [hash]);
   }
 
+  /** The live grants of a user. */
   async listGrants(userId: string, now: number): Promise<GrantRecord[]> {
     return list(await this.run("listGrants", now, [userId])).map((reply) => {
       const [json, created, lastUsed, expires] = list(reply).map(str);
@@ -194,14 +212,17 @@ export class RedisStorage implements Storage {
     });
   }
 
+  /** Marks a key until `expiresAt`; true for exactly one caller while the mark lives. */
   async markOnce(key: string, expiresAt: number, now: number): Promise<boolean> {
     return Number(await this.run("markOnce", now, [key, String(expiresAt)])) === 1;
   }
 
+  /** Whether a key's mark is live. */
   async isMarked(key: string, now: number): Promise<boolean> {
     return Number(await this.run("isMarked", now, [key])) === 1;
   }
 
+  /** Stores a setting if absent; the stored value. */
   async initSetting(name: string, value: string): Promise<string> {
     return String(await this.run("initSetting", undefined, [name, value]));
   }

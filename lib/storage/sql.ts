@@ -45,7 +45,9 @@ export type SqlRow = Record<string, unknown>;
  * (node:sqlite, bun:sqlite) may return the rows directly.
  */
 export interface SqlExecutor {
+  /** Which SQL the store writes. */
   dialect: Dialect;
+  /** Runs one statement and returns its rows. */
   query(text: string, params: unknown[]): Promise<readonly SqlRow[]> | readonly SqlRow[];
 }
 
@@ -206,6 +208,7 @@ export class SqlStorage implements Storage {
   /** When this instance last wrote each client's `last_used_at`, to keep that write off the hot path. */
   private readonly lastUsedWritten = new Map<string, number>();
 
+  /** Prefer {@link sqlStorage}. */
   constructor(options: SqlStorageOptions) {
     if (options.dialect !== "postgres" && options.dialect !== "sqlite") {
       throw new TypeError(`Cannot create SQL storage: "dialect" must be "postgres" or "sqlite", not "${String(options.dialect)}"`);
@@ -244,10 +247,12 @@ export class SqlStorage implements Storage {
     }
   }
 
+  /** A fresh parameter list in this store's dialect. */
   private params(): Params {
     return new Params(this.dialect);
   }
 
+  /** The two-argument maximum: GREATEST on PostgreSQL, MAX on SQLite. */
   private get greatest(): string {
     return this.dialect === "postgres" ? "GREATEST" : "MAX";
   }
@@ -255,11 +260,13 @@ export class SqlStorage implements Storage {
   // -------------------------------------------------------------------------------------------------------
   // Clients
 
+  /** A client by id, or null. */
   async getClient(clientId: string): Promise<ClientRecord | null> {
     const rows = await this.run("SELECT record, active, last_used_at FROM oauth_clients WHERE client_id = $1", [clientId]);
     return rows[0] ? clientRecord(rows[0]) : null;
   }
 
+  /** Adds or replaces a client (one JSON document, plus the columns the store filters on). */
   async saveClient(client: ClientRecord): Promise<void> {
     const { active, last_used_at, ...rest } = client;
     const p = this.params();
@@ -274,6 +281,7 @@ export class SqlStorage implements Storage {
     this.lastUsedWritten.delete(client.client_id);
   }
 
+  /** Pauses or resumes a client; the updated record, or null. */
   async setClientActive(clientId: string, active: boolean): Promise<ClientRecord | null> {
     const p = this.params();
     const rows = await this.run(
@@ -284,11 +292,13 @@ export class SqlStorage implements Storage {
     return rows[0] ? clientRecord(rows[0]) : null;
   }
 
+  /** Every client. */
   async listClients(): Promise<ClientRecord[]> {
     const rows = await this.run("SELECT record, active, last_used_at FROM oauth_clients", []);
     return rows.map(clientRecord);
   }
 
+  /** Revokes every grant of the client, deletes what was issued to it, then the client itself. */
   async deleteClient(clientId: string): Promise<boolean> {
     await this.revokeClientGrants(clientId);
     const p = this.params();
@@ -297,6 +307,7 @@ export class SqlStorage implements Storage {
     return rows.length > 0;
   }
 
+  /** Revokes every grant of a client and deletes its codes and tokens; how many live grants were revoked. */
   async revokeClientGrants(clientId: string): Promise<number> {
     const now = this.clock();
     const p = this.params();
@@ -329,6 +340,7 @@ export class SqlStorage implements Storage {
   // -------------------------------------------------------------------------------------------------------
   // Codes
 
+  /** Stores a code unless its grant is revoked; with `limit`, drops the oldest unredeemed codes of its consent. */
   async saveCode(code: CodeRecord, limit?: number): Promise<void> {
     const p = this.params();
     const hash = p.text(code.hash);
@@ -356,6 +368,7 @@ export class SqlStorage implements Storage {
     );
   }
 
+  /** A live code by hash, redeemed or not. */
   async findCode(hash: string, now: number): Promise<CodeRecord | null> {
     const p = this.params();
     const rows = await this.run(
@@ -365,6 +378,7 @@ export class SqlStorage implements Storage {
     return rows[0] ? codeRecord(rows[0]) : null;
   }
 
+  /** Redeems a code for exactly one caller and stores that caller's tokens (see the module documentation). */
   async redeemCode(hash: string, tokens: IssuedTokens, now: number): Promise<CodeRecord | null> {
     const row = this.dialect === "postgres"
       ? await this.redeemPostgres(hash, tokens, now)
@@ -447,6 +461,7 @@ export class SqlStorage implements Storage {
         ${p.text(a.grant_id)}, ${p.int(a.expires_at)}${from ? ` FROM ${from}` : ""}`;
   }
 
+  /** `INSERT … SELECT` of a refresh token, once per row of `from` (a CTE, or nothing). */
   private insertRefresh(r: RefreshTokenRecord, p: Params, from?: string): string {
     return `INSERT INTO oauth_refresh_tokens (${REFRESH_COLUMNS})
       SELECT ${p.text(r.hash)}, ${p.text(r.grant_id)}, ${p.text(r.client_id)}, ${p.text(r.user_id)}, ${p.text(r.scope)},
@@ -473,6 +488,7 @@ export class SqlStorage implements Storage {
   // -------------------------------------------------------------------------------------------------------
   // Tokens
 
+  /** Stores client_credentials tokens (and the grant of their refresh token), unless the grant is revoked. */
   async saveTokens(tokens: IssuedTokens, now: number): Promise<void> {
     const refresh = tokens.refresh;
     if (this.dialect === "postgres") {
@@ -509,6 +525,7 @@ export class SqlStorage implements Storage {
     await this.touchClient(tokens.access.client_id, now);
   }
 
+  /** A live access token of a live grant, or null. */
   async findAccessToken(hash: string, now: number): Promise<AccessTokenRecord | null> {
     const p = this.params();
     const rows = await this.run(
@@ -519,6 +536,7 @@ export class SqlStorage implements Storage {
     return rows[0] ? accessRecord(rows[0]) : null;
   }
 
+  /** A live refresh token of a live grant, rotated or not, or null. */
   async findRefreshToken(hash: string, now: number): Promise<RefreshTokenRecord | null> {
     const p = this.params();
     const rows = await this.run(
@@ -529,6 +547,7 @@ export class SqlStorage implements Storage {
     return rows[0] ? refreshRecord(rows[0]) : null;
   }
 
+  /** Rotates a refresh token for exactly one caller, or for retries inside the grace window. */
   async rotateRefreshToken(hash: string, next: IssuedTokens, now: number, graceMs = 0): Promise<RefreshTokenRecord | null> {
     const successor = next.refresh?.hash;
     const p = this.params();
@@ -583,6 +602,7 @@ export class SqlStorage implements Storage {
     return old;
   }
 
+  /** Revokes a grant: a tombstone first, then its codes and tokens are deleted. */
   async revokeGrant(grantId: string): Promise<void> {
     const now = this.clock();
     const p = this.params();
@@ -599,10 +619,12 @@ export class SqlStorage implements Storage {
     }
   }
 
+  /** Deletes one access token. */
   async revokeAccessToken(hash: string): Promise<void> {
     await this.run("DELETE FROM oauth_access_tokens WHERE hash = $1", [hash]);
   }
 
+  /** The live grants of a user. */
   async listGrants(userId: string, now: number): Promise<GrantRecord[]> {
     const p = this.params();
     const rows = await this.run(
@@ -616,6 +638,7 @@ export class SqlStorage implements Storage {
   // -------------------------------------------------------------------------------------------------------
   // Marks, settings, expiry
 
+  /** Marks a key until `expiresAt`; true for exactly one caller while the mark lives. */
   async markOnce(key: string, expiresAt: number, now: number): Promise<boolean> {
     const p = this.params();
     // The conflict update wins only over an expired mark; a live one makes RETURNING yield nothing.
@@ -628,12 +651,14 @@ export class SqlStorage implements Storage {
     return rows.length > 0;
   }
 
+  /** Whether a key's mark is live. */
   async isMarked(key: string, now: number): Promise<boolean> {
     const p = this.params();
     const rows = await this.run(`SELECT 1 AS marked FROM oauth_once WHERE key = ${p.text(key)} AND expires_at > ${p.int(now)}`, p.values);
     return rows.length > 0;
   }
 
+  /** Stores a setting if absent; the stored value. */
   async initSetting(name: string, value: string): Promise<string> {
     const p = this.params();
     await this.run(
@@ -645,6 +670,7 @@ export class SqlStorage implements Storage {
     return String(rows[0].value);
   }
 
+  /** Deletes expired records in bounded batches; how many. */
   async purgeExpired(now: number): Promise<number> {
     let total = 0;
     const targets: [string, string][] = [
