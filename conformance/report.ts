@@ -35,6 +35,14 @@ export interface RootCause {
   expected?: string;
   /** Cases blocked by this one (directly or through a chain). */
   blocks: string[];
+  /** Other cases that failed the same way (the same rule broken, e.g. a 401 without WWW-Authenticate). */
+  also: string[];
+}
+
+/** What a failure says without the case's own "what: " prefix: equal for one rule broken in many places. */
+function sameWay(c: RootCause): string | undefined {
+  const text = (c.message.split("\n")[0] ?? "").replace(/^[^:]*: /, "");
+  return text.length >= 20 && text !== c.message.split("\n")[0] ? `${c.verdict}|${c.expected ?? ""}|${text}` : undefined;
 }
 
 /** One cell of the coverage matrix. */
@@ -97,13 +105,28 @@ export function rootCauses(results: readonly CaseResult[]): RootCause[] {
       wording: r.wording === true,
       message: r.message ?? "",
       blocks: results.filter((b) => b.blocked_by === r.id).map((b) => b.id),
+      also: [],
     };
     if (r.expected !== undefined) cause.expected = r.expected;
     return cause;
   });
   const rank = (c: RootCause) =>
     (c.verdict === "BLOCKED" ? 8 : 0) + (c.level === "MUST" ? 0 : 4) + (c.security ? 0 : 2) + (c.wording ? 1 : 0);
-  return causes.sort((a, b) => rank(a) - rank(b) || b.blocks.length - a.blocks.length);
+  causes.sort((a, b) => rank(a) - rank(b) || b.blocks.length - a.blocks.length);
+  // One rule broken in many places is one cause: the later ones are folded into the first.
+  const first = new Map<string, RootCause>();
+  return causes.filter((c) => {
+    const key = sameWay(c);
+    if (key === undefined) return true;
+    const lead = first.get(key);
+    if (lead === undefined) {
+      first.set(key, c);
+      return true;
+    }
+    lead.also.push(c.id, ...c.also);
+    lead.blocks.push(...c.blocks);
+    return false;
+  });
 }
 
 /** The coverage matrix: every cell of the body-field table with the cases that exercised it. */
@@ -198,8 +221,9 @@ function causeLine(c: RootCause): string {
   const kind = [c.level, c.security ? "security" : "", c.wording ? "wording" : "", c.verdict === "BLOCKED" ? "control failed" : ""]
     .filter((k) => k !== "").join(", ");
   const blocks = c.blocks.length > 0 ? `; blocks ${c.blocks.length}: ${c.blocks.join(", ")}` : "";
+  const also = c.also.length > 0 ? `; the same in ${c.also.length} more: ${c.also.join(", ")}` : "";
   const expected = c.expected !== undefined ? ` (expected: ${c.expected})` : "";
-  return `  ${c.id} [${kind}] ${c.title}${expected}${blocks}\n${indent(c.message.split("\n")[0] ?? "", "      ")}`;
+  return `  ${c.id} [${kind}] ${c.title}${expected}${blocks}${also}\n${indent(c.message.split("\n")[0] ?? "", "      ")}`;
 }
 
 /**

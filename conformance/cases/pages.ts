@@ -25,8 +25,9 @@ type Step = { url: URL; method: "GET" | "POST"; body?: URLSearchParams };
 type Page = { kind: "page"; url: URL; response: Response; html: string; forms: HtmlForm[] } | { kind: "arrived"; url: URL };
 
 /** Follows a request until a page or the redirect_uri; reads the page. */
-async function open(ctx: CaseContext, jar: CookieJar, redirectUri: string, step: Step, headers: Record<string, string> = {}): Promise<Page> {
-  const end = await followRedirects(ctx.http.fetch, step.url, { jar, until: (u) => isRedirectTo(u, redirectUri), headers }, step.method, step.body);
+async function open(ctx: CaseContext, jar: CookieJar, redirectUri: string, step: Step, crossSite = false): Promise<Page> {
+  const headers = crossSite ? { origin: "https://attacker.example", referer: "https://attacker.example/", "sec-fetch-site": "cross-site" } : {};
+  const end = await followRedirects(ctx.http.fetch, step.url, { jar, until: (u) => isRedirectTo(u, redirectUri), headers, crossSite }, step.method, step.body);
   if (end.kind === "arrived") return end;
   const html = await end.response.text();
   return { kind: "page", url: end.url, response: end.response, html, forms: parseForms(html, end.url) };
@@ -63,7 +64,7 @@ export const cases: CaseDef[] = [
   },
   {
     id: "PAGES-CSRF",
-    title: "A consent forged from another site (no anti-CSRF token, or a cross-site Origin) issues no code",
+    title: "A consent forged from another site (without its anti-CSRF token, or cross-site as a browser sends it) issues no code",
     area: "pages",
     ref: "RFC 6749 §10.12 (the authorization server MUST implement CSRF protection for its authorization endpoint); RFC 9700 §4.7",
     level: "MUST",
@@ -92,8 +93,8 @@ export const cases: CaseDef[] = [
       // The forgery: the form without its anti-CSRF token if it has one, else sent as from another site.
       const tokens = choice.form.controls.filter((c) => c.tag === "input" && c.type === "hidden" && CSRF_NAME.test(c.name ?? ""));
       const controls: FormControl[] = choice.form.controls.filter((c) => !tokens.includes(c));
-      const crossSite = { origin: "https://attacker.example", referer: "https://attacker.example/", "sec-fetch-site": "cross-site" };
-      const forged = await open(ctx, jar, redirectUri, submit(choice.form, controls, choice.button), tokens.length > 0 ? {} : crossSite);
+      // Sent from another site, a browser attaches only SameSite=None cookies: so does the jar.
+      const forged = await open(ctx, jar, redirectUri, submit(choice.form, controls, choice.button), tokens.length === 0);
       const how = tokens.length > 0 ? `without its ${tokens.map((t) => t.name).join(", ")}` : "from another site's Origin";
       ctx.check(!(forged.kind === "arrived" && forged.url.searchParams.has("code")), `The consent form submitted ${how} issued a code`);
       // The control: the same consent, submitted intact from the page itself, issues a code.

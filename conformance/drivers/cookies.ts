@@ -1,6 +1,6 @@
 /**
- * A small cookie jar for the HTML-form driver (RFC 6265, the parts a login needs): Path, Max-Age, Expires and
- * Secure are honoured; Domain is matched loosely, which is enough for one server under test.
+ * A small cookie jar for the HTML-form driver (RFC 6265, the parts a login needs): Path, Max-Age, Expires,
+ * Secure and SameSite are honoured; Domain is matched loosely, which is enough for one server under test.
  *
  * @module
  */
@@ -15,6 +15,17 @@ interface Cookie {
   secure: boolean;
   /** Milliseconds since the epoch, or undefined for a session cookie. */
   expires: number | undefined;
+  /** SameSite; browsers treat a cookie without it as Lax. */
+  sameSite: "strict" | "lax" | "none";
+}
+
+/** Options of {@link CookieJar.header}. */
+export interface CookieOptions {
+  /**
+   * The request comes from another site (a forged form POST): only SameSite=None cookies go with it, as a
+   * browser sends them.
+   */
+  crossSite?: boolean;
 }
 
 /** A cookie jar shared by the requests of one user agent. */
@@ -34,7 +45,7 @@ export class CookieJar {
   }
 
   /** The Cookie header value for a request to `url`, or null. */
-  header(url: URL): string | null {
+  header(url: URL, options: CookieOptions = {}): string | null {
     const now = Date.now();
     const host = url.hostname.toLowerCase();
     const secureContext = url.protocol === "https:" || isLoopback(host);
@@ -43,6 +54,7 @@ export class CookieJar {
       .filter((c) => c.host === host || (c.domain !== undefined && (host === c.domain || host.endsWith(`.${c.domain}`))))
       .filter((c) => pathMatches(url.pathname, c.path))
       .filter((c) => !c.secure || secureContext)
+      .filter((c) => !options.crossSite || c.sameSite === "none")
       // RFC 6265 §5.4: longer paths first.
       .sort((a, b) => b.path.length - a.path.length);
     return matching.length === 0 ? null : matching.map((c) => `${c.name}=${c.value}`).join("; ");
@@ -74,6 +86,7 @@ function parse(line: string, url: URL): Cookie | undefined {
     path: defaultPath(url.pathname),
     secure: false,
     expires: undefined,
+    sameSite: "lax",
   };
   let maxAge: number | undefined;
   for (const attribute of attributes) {
@@ -83,6 +96,7 @@ function parse(line: string, url: URL): Cookie | undefined {
     if (key === "path" && value.startsWith("/")) cookie.path = value;
     else if (key === "domain" && value !== "") cookie.domain = value.replace(/^\./, "").toLowerCase();
     else if (key === "secure") cookie.secure = true;
+    else if (key === "samesite" && /^(strict|lax|none)$/i.test(value)) cookie.sameSite = value.toLowerCase() as Cookie["sameSite"];
     else if (key === "max-age" && /^-?\d+$/.test(value)) maxAge = Number(value);
     else if (key === "expires") {
       const t = Date.parse(value);

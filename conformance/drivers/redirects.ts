@@ -16,8 +16,10 @@ export interface FollowOptions {
   until?: (url: URL) => boolean;
   /** Most redirects followed. Default 10. */
   maxRedirects?: number;
-  /** Extra headers on every hop (e.g. accept). */
+  /** Extra headers on the first request (e.g. origin). */
   headers?: Record<string, string>;
+  /** The first request comes from another site: only SameSite=None cookies go with it. */
+  crossSite?: boolean;
 }
 
 /** Where {@link followRedirects} stopped. */
@@ -48,8 +50,8 @@ export async function followRedirects(
   const max = options.maxRedirects ?? 10;
   let next: { url: URL; method: "GET" | "POST"; body?: URLSearchParams | undefined } = { url, method, body };
   for (let redirects = 0;; redirects++) {
-    const headers = new Headers({ accept: "text/html,application/xhtml+xml", ...options.headers });
-    const cookie = options.jar?.header(next.url) ?? null;
+    const headers = new Headers({ accept: "text/html,application/xhtml+xml", ...(redirects === 0 ? options.headers : {}) });
+    const cookie = options.jar?.header(next.url, { crossSite: redirects === 0 && options.crossSite === true }) ?? null;
     if (cookie !== null) headers.set("cookie", cookie);
     const init: RequestInit = { method: next.method, headers, redirect: "manual" };
     if (next.body !== undefined) {
