@@ -214,6 +214,10 @@ export async function runCases(
     if (controls.has(def.id)) result.control = true;
     const reason = options.expected?.get(def.id);
     if (reason !== undefined) result.expected = reason;
+    // Blocked by an expected failure is expected too: only the root cause needs an entry.
+    else if (result.verdict === "BLOCKED" && result.blocked_by !== undefined && options.expected?.has(result.blocked_by)) {
+      result.expected = `blocked by ${result.blocked_by}, an expected failure`;
+    }
     done.set(def.id, result);
     options.onResult?.(result);
   }

@@ -15,11 +15,29 @@ import type { Report } from "../../conformance/mod.ts";
 const ROOT = fileURLToPath(new URL("../../", import.meta.url));
 const SERVE = "lib/cli/serve.ts --port 0";
 
+const PROFILES = ["spec", "rfc6749", "oauth2.1", "mcp"] as const;
+const REFERENCE = ["--target", "conformance/targets/reference.json"];
+
+/** The servers nobody here wrote: launcher, target, expectations. */
+const FOREIGN = [
+  { name: "oidc-provider", launcher: "conformance/targets/oidc_provider.ts", file: "oidc-provider" },
+  { name: "@node-oauth/oauth2-server", launcher: "conformance/targets/node_oauth.ts", file: "node-oauth" },
+];
+
 /** One run of the CLI: a name and its arguments (after `conformance/cli.ts`). */
 export const RUNS: { name: string; args: string[] }[] = [
-  { name: "reference (Node)", args: ["--target", "conformance/targets/reference.json", "--serve", `tsx ${SERVE}`] },
-  { name: "reference (Deno)", args: ["--target", "conformance/targets/reference.json", "--serve", "deno run --allow-net --allow-read lib/cli/serve_deno.ts --port 0"] },
-  { name: "reference (Bun)", args: ["--target", "conformance/targets/reference.json", "--serve", "bun lib/cli/serve_bun.ts --port 0"] },
+  ...PROFILES.map((p) => ({ name: `reference (Node) ${p}`, args: [...REFERENCE, "--profile", p, "--serve", `tsx ${SERVE}`] })),
+  { name: "reference (Deno) spec", args: [...REFERENCE, "--serve", "deno run --allow-net --allow-read lib/cli/serve_deno.ts --port 0"] },
+  { name: "reference (Bun) spec", args: [...REFERENCE, "--serve", "bun lib/cli/serve_bun.ts --port 0"] },
+  ...FOREIGN.flatMap((f) =>
+    PROFILES.map((p) => ({
+      name: `${f.name} ${p}`,
+      args: [
+        "--target", `conformance/targets/${f.file}.json`, "--profile", p, "--serve", `tsx ${f.launcher}`,
+        "--expect", `conformance/targets/${f.file}.expect.jsonc`,
+      ],
+    }))
+  ),
 ];
 
 function run(args: string[], json: string): Promise<{ code: number | null; output: string }> {
@@ -58,7 +76,7 @@ try {
       continue;
     }
     const s = report.summary;
-    console.log(`${name.padEnd(28)} profile ${report.profile}: ${s.passed} passed, ${s.failed} failed, ${s.blocked} blocked, ${s.expected} expected failures, ${s.skipped} skipped, ${s.warned} warnings`);
+    console.log(`${name.padEnd(36)} ${s.passed} passed, ${s.failed} failed, ${s.blocked} blocked, ${s.expected} expected failures, ${s.skipped} skipped, ${s.warned} warnings`);
     passed += s.passed;
     failed += s.failed;
   }
