@@ -85,6 +85,19 @@ test("two servers on one SQLite file share one generated secret: a login at one 
   expect(page).toContain('name="decision"');
 }, 60_000);
 
+test("OAUTH2_FETCH_SERVER_SECRET signs sessions: two servers on separate stores with one secret accept each other's", async () => {
+  const env = { OAUTH2_FETCH_SERVER_SECRET: "a-shared-secret-of-at-least-32-characters" };
+  const a = await startInstance(writeConfig(), [], env);
+  const b = await startInstance(writeConfig(), [], env);
+  const browser = new Browser(a.url);
+  await signIn(browser, authorizePath());
+  browser.base = b.url;
+  expect(await (await browser.request(authorizePath())).text()).toContain('name="decision"');
+  const short = await startFailure(writeConfig(), [], { OAUTH2_FETCH_SERVER_SECRET: "too-short" });
+  expect(short.code).toBe(1);
+  expect(short.output).toContain("The signing secret must be at least 32 characters");
+}, 60_000);
+
 test("the demo keeps everything in memory and says so", async () => {
   const { spawn } = await import("node:child_process");
   const child = spawn(process.execPath, ["--import", "tsx", "lib/cli/serve.ts", "--port", "0"], { stdio: ["ignore", "pipe", "pipe"] });

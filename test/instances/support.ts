@@ -70,8 +70,12 @@ export function startInstance(configFile: string, flags: string[] = [], env: Rec
 }
 
 /** Runs the server with `flags` and expects it to fail at start: resolves with its exit code and output. */
-export function startFailure(configFile: string, flags: string[]): Promise<{ code: number | null; output: string }> {
-  return startInstance(configFile, flags).then(
+export function startFailure(
+  configFile: string,
+  flags: string[],
+  env: Record<string, string> = {},
+): Promise<{ code: number | null; output: string }> {
+  return startInstance(configFile, flags, env).then(
     async (instance) => {
       await instance.kill();
       throw new Error(`the server started:\n${instance.output()}`);
