@@ -6,11 +6,13 @@
  * the fields scripts test:
  * - `P client:ID` {r, a active, l last_used_at}; `P clients` the set of client ids. No TTL: clients stay.
  * - `P code:HASH` {r, e expires, d redeemed_at, g grant, c client, u user, G grant JSON}.
- * - `P at:HASH` {r, e, g, c}; `P rt:HASH` {r, e, g, c, t rotated_at, n replaced_by, G grant JSON}.
+ * - `P at:HASH` {r, e, g, c, v}; `P rt:HASH` {r, e, g, c, t rotated_at, n replaced_by, G grant JSON}.
  * - `P grant:ID` {r, c, u, k created_at, l last_used_at, e expires, x revoked}; a revoked grant is a tombstone.
  * - Indexes, sorted sets scored by expiry and pruned as they grow: `P grant:ID:m` (member keys),
- *   `P user:ID:grants`, `P client:ID:grants`, `P client:ID:keys` (every code and token key of the client),
- *   `P owner:CLIENT:USER` (unredeemed codes of one consent).
+ *   `P user:ID:grants`, `P client:ID:grants`, `P client:ID:codes`, `P owner:CLIENT:USER` (unredeemed codes of
+ *   one consent).
+ * - `P cgen:ID` a client's generation, bumped by revokeClientGrants: an access token without a grant records
+ *   the generation it was issued in ({v}), and dies when it changes. No TTL: it must outlive every token.
  * - `P once:KEY` (expiry), `P setting:NAME` (value, no TTL).
  *
  * Every key that holds an expiring record gets a TTL of its remaining life plus a margin (SLACK, one minute by
@@ -64,9 +66,13 @@ local function upsert_grant(id, json, client, user, expires)
   index(P .. 'client:' .. client .. ':grants', id, expires)
   return true
 end
-local function remember(key, grant, client, expires)
+local function remember(key, grant, expires)
   if grant ~= '' then index(P .. 'grant:' .. grant .. ':m', key, expires) end
-  index(P .. 'client:' .. client .. ':keys', key, expires)
+end
+-- The client's generation: revokeClientGrants bumps it, which kills its tokens that belong to no grant (a
+-- busy client_credentials client has too many to index and delete one by one).
+local function generation(client)
+  return redis.call('GET', P .. 'cgen:' .. client) or '0'
 end
 -- Issued tokens from ARGV[i..]: access hash, json, expires, grant, client; then "1" and the refresh token's
 -- hash, json, expires, grant, client, grant json, user (or ""), or "0" and nothing.
@@ -75,14 +81,15 @@ local function store_tokens(i)
   if revoked(grant) then return false end
   local at = P .. 'at:' .. ARGV[i]
   redis.call('HSET', at, 'r', ARGV[i + 1], 'e', ARGV[i + 2], 'g', grant, 'c', ARGV[i + 4])
+  if grant == '' then redis.call('HSET', at, 'v', generation(ARGV[i + 4])) end
   redis.call('PEXPIRE', at, px(ARGV[i + 2]))
-  remember(at, grant, ARGV[i + 4], ARGV[i + 2])
+  remember(at, grant, ARGV[i + 2])
   if ARGV[i + 5] == '1' then
     local rt = P .. 'rt:' .. ARGV[i + 6]
     redis.call('HSET', rt, 'r', ARGV[i + 7], 'e', ARGV[i + 8], 'g', ARGV[i + 9], 'c', ARGV[i + 10], 'G', ARGV[i + 11],
       'u', ARGV[i + 12])
     redis.call('PEXPIRE', rt, px(ARGV[i + 8]))
-    remember(rt, ARGV[i + 9], ARGV[i + 10], ARGV[i + 8])
+    remember(rt, ARGV[i + 9], ARGV[i + 8])
   end
   touch(ARGV[i + 4])
   return true
@@ -146,8 +153,9 @@ for _, g in ipairs(redis.call('ZRANGE', grants, 0, -1)) do
   end
 end
 redis.call('DEL', grants)
-for _, m in ipairs(redis.call('ZRANGE', P .. 'client:' .. id .. ':keys', 0, -1)) do redis.call('DEL', m) end
-redis.call('DEL', P .. 'client:' .. id .. ':keys')
+for _, h in ipairs(redis.call('ZRANGE', P .. 'client:' .. id .. ':codes', 0, -1)) do redis.call('DEL', P .. 'code:' .. h) end
+redis.call('DEL', P .. 'client:' .. id .. ':codes')
+redis.call('INCR', P .. 'cgen:' .. id)
 local existed = 0
 if ARGV[5] == '1' then
   existed = redis.call('DEL', P .. 'client:' .. id)
@@ -162,7 +170,8 @@ if revoked(grant) then return 0 end
 local key = P .. 'code:' .. hash
 redis.call('HSET', key, 'r', ARGV[5], 'e', ARGV[6], 'g', grant, 'c', client, 'u', user, 'G', ARGV[10])
 redis.call('PEXPIRE', key, px(ARGV[6]))
-remember(key, grant, client, ARGV[6])
+remember(key, grant, ARGV[6])
+index(P .. 'client:' .. client .. ':codes', hash, ARGV[6])
 local owner = P .. 'owner:' .. client .. ':' .. user
 redis.call('ZADD', owner, ARGV[6], hash)
 extend(owner, ARGV[6])
@@ -208,8 +217,9 @@ if store_tokens(4) then return 1 end
 return 0`),
 
   findAccessToken: script(`
-local v = redis.call('HMGET', P .. 'at:' .. ARGV[4], 'r', 'e', 'g')
+local v = redis.call('HMGET', P .. 'at:' .. ARGV[4], 'r', 'e', 'g', 'c', 'v')
 if not v[1] or tonumber(v[2]) <= NOW or revoked(v[3]) then return nil end
+if v[5] and v[5] ~= generation(v[4]) then return nil end
 return v[1]`),
 
   findRefreshToken: script(`

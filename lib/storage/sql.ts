@@ -608,8 +608,12 @@ export class SqlStorage implements Storage {
     const p = this.params();
     // The tombstone first (one statement): it kills every member at once and refuses later writes. It lives
     // as long as the grant would have, so that a token written by a racing request stays dead until it expires.
+    // A grant with no row yet (its code not redeemed) gets a tombstone that outlives its codes, in case the
+    // clean-up below does not run.
+    const id = p.text(grantId);
     await this.run(
-      `INSERT INTO oauth_grants (grant_id, expires_at, revoked_at) VALUES (${p.text(grantId)}, ${p.int(now + LAST_USED_GRANULARITY)}, ${p.int(now)})
+      `INSERT INTO oauth_grants (grant_id, expires_at, revoked_at) VALUES (${id}, ${this.greatest}(${p.int(now + LAST_USED_GRANULARITY)},
+         COALESCE((SELECT max(expires_at) FROM oauth_codes WHERE grant_id = ${id}), 0)), ${p.int(now)})
        ON CONFLICT (grant_id) DO UPDATE SET revoked_at = excluded.revoked_at,
          expires_at = ${this.greatest}(oauth_grants.expires_at, excluded.expires_at)`,
       p.values,
