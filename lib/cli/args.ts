@@ -47,6 +47,27 @@ export const COMMANDS: Record<string, Command> = {
     summary: "read a password on standard input and print its hash for the config file's password_hash",
     flags: { "--json": STORE_FLAGS["--json"]! },
   },
+  "clients add": {
+    summary: "add a client to the store; a confidential client's secret is printed once",
+    flags: {
+      ...STORE_FLAGS,
+      "--client-id": { value: "ID", help: "the client_id (default: generated)" },
+      "--name": { value: "NAME", help: "shown on the consent page (required)" },
+      "--redirect-uri": { value: "URI", repeat: true, help: "an exact redirect URI" },
+      "--scope": { value: "SCOPE", repeat: true, help: "a scope the client may ask for (at least one)" },
+      "--grant-type": { value: "TYPE", repeat: true, help: "authorization_code, refresh_token or client_credentials (default: code + refresh with a redirect URI, else client_credentials)" },
+      "--public": { help: "a public client: no secret, PKCE required" },
+    },
+  },
+  "clients list": { summary: "list the clients of the store", flags: STORE_FLAGS },
+  "clients show": { summary: "show one client", operand: "CLIENT_ID", flags: STORE_FLAGS },
+  "clients rotate-secret": { summary: "give a confidential client a new secret, printed once; the old one stops working", operand: "CLIENT_ID", flags: STORE_FLAGS },
+  "clients pause": { summary: "pause a client: it cannot authenticate and its tokens stop working", operand: "CLIENT_ID", flags: STORE_FLAGS },
+  "clients resume": { summary: "resume a paused client", operand: "CLIENT_ID", flags: STORE_FLAGS },
+  "clients delete": { summary: "delete a client and revoke every grant and token issued to it", operand: "CLIENT_ID", flags: STORE_FLAGS },
+  "clients revoke-grants": { summary: "revoke every grant and token of a client (it stays registered)", operand: "CLIENT_ID", flags: STORE_FLAGS },
+  migrate: { summary: "create or upgrade the store's schema (SQL stores; servers also do it at start)", flags: STORE_FLAGS },
+  purge: { summary: "delete expired codes, tokens, grants and marks from the store", flags: STORE_FLAGS },
 };
 
 /** What the command line asks for. */

@@ -10,7 +10,8 @@ import { configWarnings } from "../reference/config.ts";
 import { hashPassword } from "../reference/passwords.ts";
 import { defaultStoreUrl, openStore, type StoreDrivers } from "../reference/store.ts";
 import type { AuditEvent } from "../audit.ts";
-import { banner, loadConfig, parseCommandLine, serveArgs, UsageError, VERSION } from "./args.ts";
+import { banner, help, loadConfig, parseCommandLine, serveArgs, UsageError, VERSION } from "./args.ts";
+import { ADMIN_RUNNERS } from "./clients.ts";
 
 /** What an entry point supplies from its runtime. */
 export interface CliRuntime {
@@ -76,8 +77,32 @@ type Flags = Record<string, string | string[] | true>;
 /** Runs a command; resolves with its exit code, or undefined while it keeps running (serve). */
 type Runner = (flags: Flags, operand: string | undefined, runtime: CliRuntime) => Promise<number | undefined>;
 
+/** Opens the store that `--store URL` or `--config FILE` names, runs an administration command on it, closes it. */
+const admin = (name: string): Runner => async (flags, operand, runtime) => {
+  const configPath = flags["--config"] as string | undefined;
+  const named = flags["--store"] as string | undefined;
+  if (configPath === undefined && named === undefined) throw new UsageError(`${name} needs --config FILE or --store URL\n${help(name)}`);
+  const config = configPath === undefined ? undefined : await loadConfig(configPath, runtime.readText, runtime.env);
+  const url = named ?? config?.store ?? defaultStoreUrl(configPath);
+  if (url === "memory") throw new Error(`${name}: the memory store lives inside one server process; name a durable store (sqlite:PATH, postgres://…, redis://…)`);
+  const store = await openStore(url, runtime.drivers ? { drivers: runtime.drivers } : {});
+  try {
+    return await ADMIN_RUNNERS[name]!(flags, operand, {
+      storage: store.storage,
+      description: store.description,
+      ...(config ? { scopes: Object.fromEntries(config.scopes.map((s) => [s.name, s.description])) } : {}),
+      ...(config?.scope_policy ? { scopePolicy: config.scope_policy } : {}),
+      print: (text) => console.log(text),
+      clock: Date.now,
+    });
+  } finally {
+    await store.close();
+  }
+};
+
 /** One runner per command of `COMMANDS` (args.ts). */
 const RUNNERS: Record<string, Runner> = {
+  ...Object.fromEntries(Object.keys(ADMIN_RUNNERS).map((name) => [name, admin(name)])),
   serve,
   "hash-password": async (flags, _, runtime) => {
     // One line: a trailing newline from `echo` or a terminal is not part of the password.
