@@ -114,7 +114,7 @@ describe("the packed tarball", () => {
     expect(out.cases).toBeGreaterThan(0);
   }, 60_000);
 
-  test("its bin runs with npx: --help, --version, hash-password, and serve with a config file", async () => {
+  test("its bin runs with npx: --help, --version, hash-password, clients add and list, and serve with a config file", async () => {
     const npx = (args: string[], input = "") =>
       execFileSync("npx", ["--no-install", "oauth2-fetch-server", ...args], {
         cwd: consumer, encoding: "utf8", timeout: 60_000, input,
@@ -128,8 +128,12 @@ describe("the packed tarball", () => {
       $schema: "./node_modules/oauth2-fetch-server/config.schema.json",
       users: [{ username: "ann", password_hash: hash }],
       scopes: [{ name: "read", description: "Read" }],
-      clients: [{ client_id: "job", client_secret: "job-secret-0123456789", name: "Job", scopes: ["read"], grant_types: ["client_credentials"] }],
+      clients: [],
     }));
+    // A client added from the command line, into the SQLite file beside the config, before the server starts.
+    const added = JSON.parse(npx(["clients", "add", "--config", "config.json", "--client-id", "job", "--name", "Job", "--scope", "read", "--json"]));
+    expect(added.client).toMatchObject({ client_id: "job", origin: "cli" });
+    expect(npx(["clients", "list", "--config", "config.json"])).toMatch(/^job\s+Job\s+confidential\s+active\s+cli/m);
     const child = spawn("npx", ["--no-install", "oauth2-fetch-server", "serve", "--port", "0", "--config", "config.json"], {
       cwd: consumer, stdio: ["ignore", "pipe", "pipe"], detached: true,
     });
@@ -147,7 +151,7 @@ describe("the packed tarball", () => {
       });
       const response = await fetch(`${url}/token`, {
         method: "POST",
-        body: new URLSearchParams({ grant_type: "client_credentials", client_id: "job", client_secret: "job-secret-0123456789", scope: "read" }),
+        body: new URLSearchParams({ grant_type: "client_credentials", client_id: "job", client_secret: added.client_secret, scope: "read" }),
       });
       expect(response.status).toBe(200);
     } finally {
