@@ -86,8 +86,10 @@ export async function createBenchServer(storage?: Storage): Promise<Authorizatio
     issuer: ISSUER,
     ...(storage ? { storage } : {}),
     scopes: { read: "Read your reports" },
-    // The end user is already signed in: the bench measures the token endpoint, not a login form.
-    authenticateUser: () => ({ id: "bench-user" }),
+    // The end user is already signed in: the bench measures the token endpoint, not a login form. Each code is
+    // issued to its own user (header x-bench-user), since the server keeps at most 5 outstanding codes per user
+    // and client.
+    authenticateUser: (request) => ({ id: request.headers.get("x-bench-user") ?? "bench-user" }),
     onError: (error) => console.error("bench server error:", error),
   });
   await registerBackend(server);
@@ -112,19 +114,22 @@ const AUTHORIZE_QUERY = new URLSearchParams({
   code_challenge_method: "S256",
 }).toString();
 
+let benchUsers = 0;
+
 /**
- * Issues `count` codes through the real authorization endpoint: one consent page, then one "Allow" POST per
- * code. The consent form's CSRF token is bound to the user and the request parameters, which are the same for
- * every code, so one page serves them all (within its 10-minute life).
+ * Issues `count` codes through the real authorization endpoint: per code, a consent page and its "Allow" POST,
+ * for a user of its own. A consent approval is single-use, and the server keeps at most 5 outstanding codes
+ * per user and client, so neither a page nor a user can serve more than one code of a pool.
  */
 export async function issueCodes(server: AuthorizationServer, count: number): Promise<string[]> {
   const url = `${ISSUER}${AUTHORIZE_PATH}&${AUTHORIZE_QUERY}`;
-  const page = await server.fetch(new Request(url));
-  const csrf = /name="csrf" value="([^"]+)"/.exec(await page.text())?.[1];
-  if (page.status !== 200 || csrf === undefined) throw new Error(`Cannot issue codes: consent page answered ${page.status}`);
-  const body = new URLSearchParams({ decision: "allow", csrf }).toString();
   const one = async (): Promise<string> => {
-    const response = await server.fetch(new Request(url, { method: "POST", headers: FORM_HEADERS, body }));
+    const user = { "x-bench-user": `bench-user-${++benchUsers}` };
+    const page = await server.fetch(new Request(url, { headers: user }));
+    const csrf = /name="csrf" value="([^"]+)"/.exec(await page.text())?.[1];
+    if (page.status !== 200 || csrf === undefined) throw new Error(`Cannot issue codes: consent page answered ${page.status}`);
+    const body = new URLSearchParams({ decision: "allow", csrf }).toString();
+    const response = await server.fetch(new Request(url, { method: "POST", headers: { ...FORM_HEADERS, ...user }, body }));
     const location = response.headers.get("location");
     const code = location === null ? null : new URL(location).searchParams.get("code");
     if (code === null) throw new Error(`Cannot issue codes: consent answered ${response.status}`);
