@@ -104,3 +104,19 @@ test("an introspection endpoint that is down gives 503, not a pass or a 500", as
   expect(response.status).toBe(503);
   expect((await response.json() as { error: string }).error).toBe("temporarily_unavailable");
 });
+
+test("the reference server publishes RFC 9728 metadata for its sample API", async () => {
+  const { createReferenceApp } = await import("../lib/reference/app.ts");
+  const app = await createReferenceApp({ issuer: "http://127.0.0.1:1", passwordIterations: 1 });
+  try {
+    for (const path of ["/.well-known/oauth-protected-resource", "/.well-known/oauth-protected-resource/api"]) {
+      const response = await app.fetch(new Request(`http://127.0.0.1:1${path}`));
+      expect(response.status).toBe(200);
+      expect(await response.json()).toMatchObject({
+        resource: "http://127.0.0.1:1/api", authorization_servers: ["http://127.0.0.1:1"], bearer_methods_supported: ["header"],
+      });
+    }
+  } finally {
+    app.close?.();
+  }
+});

@@ -13,6 +13,7 @@ import { type HttpRequest, type HttpResponse, fromRequest, jsonResponse, pathOf,
 import type { AuthorizationServerOptions, EndUser } from "../options.ts";
 import { errorResponse } from "../router.ts";
 import { type AuthorizationServer, createAuthorizationServer } from "../server.ts";
+import { localTokenVerifier, protectedResource } from "../resource_server.ts";
 import { memoryStorage } from "../storage/memory.ts";
 import type { ClientRecord, Storage } from "../storage/types.ts";
 import { type ConfigUser, DEMO_CONFIG, type ReferenceConfig } from "./config.ts";
@@ -113,8 +114,20 @@ export async function createReferenceApp(options: ReferenceAppOptions): Promise<
     clock,
     issuer: server.issuer,
   });
+  // RFC 9728 metadata of the sample API (resource `{issuer}/api`), at the bare and the path-variant address.
+  const sampleApi = protectedResource({
+    resource: `${server.issuer}/api`,
+    authorizationServers: [server.issuer],
+    verify: localTokenVerifier(server),
+    scopesSupported: config.scopes.map((s) => s.name),
+    resourceName: "Sample reports API",
+  });
   const route = async (request: HttpRequest): Promise<HttpResponse> => {
     const path = pathOf(request.target);
+    if (path.startsWith("/.well-known/oauth-protected-resource")) {
+      const metadata = sampleApi.metadataResponse(request.toRequest());
+      if (metadata) return { status: metadata.status, headers: [], body: null, passthrough: metadata };
+    }
     const resource = resources.get(path);
     if (resource) {
       if (request.method === "GET" || request.method === "HEAD") return resource(request);
@@ -231,6 +244,7 @@ function landing(server: AuthorizationServer): HttpResponse {
     `token:     POST ${server.issuer}/index.php?module=OAuth2&action=token`,
     `metadata:  GET  ${server.issuer}/.well-known/oauth-authorization-server`,
     `sample API: GET ${server.issuer}/api/reports (scope reports.read), GET ${server.issuer}/api/me`,
+    `resource metadata: GET ${new URL(server.issuer).origin}/.well-known/oauth-protected-resource`,
     `connected apps (for users): ${server.issuer}/account/apps`,
     `health: GET ${server.issuer}/healthz, GET ${server.issuer}/readyz`,
     "",
