@@ -45,7 +45,7 @@ export {
   type TokenVerifier,
 } from "./lib/resource_server.ts";
 export type { TokenResponse } from "./lib/tokens.ts";
-export { passwordLogin, type PasswordLoginOptions } from "./lib/consent/login.ts";
+export { type PasswordLogin, passwordLogin, type PasswordLoginOptions } from "./lib/consent/login.ts";
 export { hashPassword, isPasswordHash, verifyPassword } from "./lib/reference/passwords.ts";
 export { AUDIT_EVENTS, type AuditEvent, type AuditEventType } from "./lib/audit.ts";
 export { memoryThrottle, type MemoryThrottleOptions, type Throttle, throttleKey } from "./lib/throttle.ts";

@@ -8,7 +8,8 @@ import { ConfigurationError } from "../errors.ts";
 import { redirectResponse, toResponse } from "../http.ts";
 import type { AuthenticateUser, EndUser, InteractionContext } from "../options.ts";
 import { memoryThrottle, type Throttle, throttleKey } from "../throttle.ts";
-import { loginPage } from "./pages.ts";
+import type { Storage } from "../storage/types.ts";
+import { errorPage, escapeHtml, htmlPage, loginPage } from "./pages.ts";
 
 /** Options of {@link passwordLogin}. */
 export interface PasswordLoginOptions {
@@ -36,6 +37,21 @@ export interface PasswordLoginOptions {
    * the guessing goes on. `false` switches it off.
    */
   throttle?: Throttle | false;
+  /**
+   * Where ended sessions are remembered (any {@link Storage}, e.g. the server's `storage`): with it, a logout
+   * ends the session on the server too, so a copied cookie stops working. Without it, a logout only clears the
+   * browser's cookie.
+   */
+  sessions?: Pick<Storage, "markOnce" | "isMarked">;
+}
+
+/** The hook, plus the logout page that goes with its sessions. */
+export interface PasswordLogin extends AuthenticateUser {
+  /**
+   * Logout (serve it at a path of your choice, e.g. `/logout`): GET shows a sign-out form, POST with the
+   * form's CSRF token ends the session (server-side when `sessions` is set) and clears the cookie.
+   */
+  logout(request: Request): Promise<Response>;
 }
 
 // RFC 6265 §4.1.1: a cookie name is an RFC 2616 token.
@@ -44,6 +60,8 @@ const NONCE = /^[A-Za-z0-9_-]{43}$/;
 // Domain separation: a session signature can never pass as a CSRF token, nor the other way round.
 const SESSION_LABEL = "oauth2-fetch-server/session:";
 const CSRF_LABEL = "oauth2-fetch-server/login-csrf:";
+const LOGOUT_LABEL = "oauth2-fetch-server/logout-csrf:";
+const ENDED = "session-ended:";
 // Copies of one cookie worth checking: a few paths' worth, not a hostile header's thousands of HMACs.
 const MAX_REPEATS = 4;
 const WRONG = "Wrong username or password.";
@@ -72,7 +90,7 @@ const fail = (message: string): never => {
  * });
  * ```
  */
-export function passwordLogin(options: PasswordLoginOptions): AuthenticateUser {
+export function passwordLogin(options: PasswordLoginOptions): PasswordLogin {
   if (typeof options !== "object" || options === null) fail("options must be an object");
   if (typeof options.verify !== "function") fail(`"verify" must be a function`);
   let secret: Uint8Array;
@@ -101,16 +119,21 @@ export function passwordLogin(options: PasswordLoginOptions): AuthenticateUser {
   const key = (): Promise<CryptoKey> => (keyPromise ??= hmacKey(secret));
   const csrfFor = async (nonce: string): Promise<string> => hmac(await key(), CSRF_LABEL + nonce);
 
-  async function readSession(values: string[]): Promise<EndUser | null> {
+  async function findSession(values: string[]): Promise<Session | null> {
     for (const value of values.slice(0, MAX_REPEATS)) {
-      const user = await checkSession(await key(), value, clock());
-      if (user) return user;
+      const now = clock();
+      const session = await checkSession(await key(), value, now);
+      if (!session) continue;
+      // A session ended by a logout stays ended, even if someone kept a copy of its cookie.
+      if (session.sid !== undefined && options.sessions && (await options.sessions.isMarked(ENDED + session.sid, now))) continue;
+      return session;
     }
     return null;
   }
+  const readSession = async (values: string[]): Promise<EndUser | null> => (await findSession(values))?.user ?? null;
 
   async function issueSession(user: EndUser): Promise<string> {
-    const claims: { sub: string; name?: string; exp: number } = { sub: user.id, exp: 0 };
+    const claims: { sub: string; name?: string; exp: number; sid: string } = { sub: user.id, exp: 0, sid: randomToken().slice(0, 22) };
     if (typeof user.name === "string") claims.name = user.name;
     claims.exp = Math.floor(clock() / 1000) + ttl;
     const payload = base64url(new TextEncoder().encode(JSON.stringify(claims)));
@@ -142,7 +165,7 @@ export function passwordLogin(options: PasswordLoginOptions): AuthenticateUser {
     return toResponse(page);
   }
 
-  return async (request: Request, context: InteractionContext): Promise<EndUser | Response> => {
+  const hook = async (request: Request, context: InteractionContext): Promise<EndUser | Response> => {
     const secure = options.secure ??
       (prefixed || context.issuer?.startsWith("https:") === true || new URL(request.url).protocol === "https:");
     const cookies = parseCookies(request.headers.get("cookie"));
@@ -206,6 +229,41 @@ export function passwordLogin(options: PasswordLoginOptions): AuthenticateUser {
     );
     return toResponse(response);
   };
+
+  async function logout(request: Request): Promise<Response> {
+    const url = new URL(request.url);
+    const secure = options.secure ?? (prefixed || url.protocol === "https:");
+    const session = await findSession(parseCookies(request.headers.get("cookie")).get(cookieName) ?? []);
+    const done = (title: string, message: string): Response => {
+      const page = htmlPage(200, { title, main: `<h1>${escapeHtml(title)}</h1>\n<p>${escapeHtml(message)}</p>` });
+      page.headers.push(["set-cookie", cookie(cookieName, "", secure, 0)]);
+      return toResponse(page);
+    };
+    if (session === null) return done("Signed out", "You are not signed in.");
+    const csrf = await hmac(await key(), LOGOUT_LABEL + (session.sid ?? session.payload));
+    if (request.method === "POST") {
+      const length = Number(request.headers.get("content-length") ?? "0");
+      if (!(length <= 4096)) return toResponse(errorPage(413, "Request refused", "The form is too large."));
+      const form = new URLSearchParams(await request.text());
+      if (!timingSafeEqual(csrf, form.get("csrf") ?? "")) {
+        return toResponse(errorPage(403, "Request refused", "The sign-out form has expired or did not come from this site."));
+      }
+      if (session.sid !== undefined && options.sessions) {
+        await options.sessions.markOnce(ENDED + session.sid, session.exp * 1000, clock());
+      }
+      return done("Signed out", "You have been signed out.");
+    }
+    if (request.method !== "GET" && request.method !== "HEAD") {
+      return toResponse(errorPage(405, "Request refused", "Use the sign-out form."));
+    }
+    const main = `<h1>Sign out</h1>\n<p>Signed in as <strong>${escapeHtml(session.user.name ?? session.user.id)}</strong>.</p>\n` +
+      `<form method="post" action="${escapeHtml(url.pathname)}" class="stack">\n` +
+      `<input type="hidden" name="csrf" value="${escapeHtml(csrf)}">\n` +
+      `<button type="submit" class="primary">Sign out</button>\n</form>`;
+    return toResponse(htmlPage(200, { title: "Sign out", main }));
+  }
+
+  return Object.assign(hook, { logout });
 }
 
 /**
@@ -245,8 +303,16 @@ function parseCookies(header: string | null): Map<string, string[]> {
   return cookies;
 }
 
-/** The user of a session cookie, or null when it is malformed, forged or expired. */
-async function checkSession(key: CryptoKey, value: string, now: number): Promise<EndUser | null> {
+/** A live session: its user, its id (absent in cookies issued before sessions had one), expiry and payload. */
+interface Session {
+  user: EndUser;
+  sid: string | undefined;
+  exp: number;
+  payload: string;
+}
+
+/** The session of a cookie, or null when it is malformed, forged or expired. */
+async function checkSession(key: CryptoKey, value: string, now: number): Promise<Session | null> {
   const dot = value.indexOf(".");
   if (dot === -1) return null;
   const payload = value.slice(0, dot);
@@ -258,9 +324,10 @@ async function checkSession(key: CryptoKey, value: string, now: number): Promise
     return null;
   }
   if (typeof claims !== "object" || claims === null) return null;
-  const { sub, name, exp } = claims as Record<string, unknown>;
+  const { sub, name, exp, sid } = claims as Record<string, unknown>;
   if (typeof sub !== "string" || sub === "" || typeof exp !== "number" || !(now < exp * 1000)) return null;
-  return typeof name === "string" ? { id: sub, name } : { id: sub };
+  const user = typeof name === "string" ? { id: sub, name } : { id: sub };
+  return { user, sid: typeof sid === "string" ? sid : undefined, exp, payload };
 }
 
 /** Decodes base64url without padding; throws on anything else. */

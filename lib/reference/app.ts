@@ -80,6 +80,8 @@ export async function createReferenceApp(options: ReferenceAppOptions): Promise<
     verify: (username, password) => users.verify(username, password),
     secret: sha256(`login-session\u0000${secret}`),
     clock,
+    // A logout ends the session in the store, for every instance.
+    sessions: storage,
   });
   const server = createAuthorizationServer({
     issuer: options.issuer,
@@ -135,6 +137,10 @@ export async function createReferenceApp(options: ReferenceAppOptions): Promise<
     }
     if (path === "/" && (request.method === "GET" || request.method === "HEAD")) return landing(server);
     if (path === `${new URL(server.issuer).pathname.replace(/\/$/, "")}/account/apps`) return apps(request);
+    if (path === `${new URL(server.issuer).pathname.replace(/\/$/, "")}/logout`) {
+      const page = await login.logout(request.toRequest());
+      return { status: page.status, headers: [], body: null, passthrough: page };
+    }
     return server.handle(request);
   };
   // The request log, /healthz, /readyz, and /metrics when the config enables it (never public by accident).

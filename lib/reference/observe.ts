@@ -37,6 +37,7 @@ const ENDPOINTS: Readonly<Record<string, string>> = {
   "/readyz": "readyz",
   "/metrics": "metrics",
   "/account/apps": "connected_apps",
+  "/logout": "logout",
   "/": "landing",
 };
 const GRANT_TYPES = new Set(["authorization_code", "refresh_token", "client_credentials"]);

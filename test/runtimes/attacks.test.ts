@@ -174,4 +174,47 @@ describe.each(RUNTIMES)("on %s", (runtime) => {
       for (const secret of [SECRETS.backend, issued.body.access_token as string, code, verifier, PASSWORD]) expect(text).not.toContain(secret);
     }, { audit_log: file });
   }, 60_000);
+
+  test("11. logout (POST, CSRF-protected) ends the session on the server: a kept copy of the cookie is dead", async () => {
+    await withServer(runtime, async ({ url }) => {
+      const browser = new Browser(url);
+      const path = authorizePath("web");
+      await signIn(browser, path);
+      const session = [...browser.cookies].find(([name]) => name === "oauth2_session")!;
+      const copy = new Browser(url);
+      copy.cookies.set(session[0], session[1]);
+      // Without the form's token, a POST (a cross-site form, say) ends nothing.
+      const forged = await browser.request("/logout", { form: { csrf: "forged" } });
+      expect(forged.status).toBe(403);
+      await forged.arrayBuffer();
+      expect(await (await browser.request(path)).text()).toContain('name="decision"');
+      const page = await browser.request("/logout");
+      const loggedOut = await browser.request("/logout", { form: { csrf: csrfOf(await page.text()) } });
+      expect(loggedOut.status).toBe(200);
+      expect(loggedOut.headers.getSetCookie().join("\n")).toMatch(/oauth2_session=;.*Max-Age=0/);
+      await loggedOut.arrayBuffer();
+      // The copied cookie no longer signs anyone in: the sign-in page comes back.
+      const again = await (await copy.request(path)).text();
+      expect(again).toContain('name="password"');
+      expect(again).not.toContain('name="decision"');
+    });
+  }, 60_000);
+
+  test("11. the session cookie is Secure whenever the issuer is https, also behind a TLS-terminating proxy", async () => {
+    const server = await startReference(runtime, config(), ["--issuer", "https://auth.example.com"]);
+    try {
+      const browser = new Browser(server.url);
+      const path = authorizePath("web");
+      const page = await browser.request(path);
+      const csrf = csrfOf(await page.text());
+      expect(page.headers.getSetCookie().join("\n")).toMatch(/oauth2_session_login=[^;]+;.*Secure/);
+      const login = await browser.request(path, { form: { csrf, username: "alice", password: PASSWORD } });
+      expect(login.status).toBe(303);
+      expect(login.headers.getSetCookie().find((c) => c.startsWith("oauth2_session="))).toMatch(/; Secure/);
+      // The redirect after sign-in is relative: Host never picks where the browser goes.
+      expect(login.headers.get("location")).toMatch(/^\/index\.php\?/);
+    } finally {
+      await server.stop();
+    }
+  }, 60_000);
 });
