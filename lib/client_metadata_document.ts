@@ -106,6 +106,9 @@ export function clientMetadataDocuments(options: ClientMetadataDocumentOptions):
   const doFetch = options.fetch ?? ((request: Request) => fetch(request));
   const timeout = options.timeout ?? 5000;
   const cache = new Map<string, Cached>();
+  // Concurrent requests for one uncached document share one fetch: a burst of authorization requests naming
+  // someone else's URL must not turn this server into an amplifier against that host.
+  const inFlight = new Map<string, Promise<{ client: ClientRecord; ttl: number }>>();
 
   async function load(clientId: string, context: DocumentContext): Promise<{ client: ClientRecord; ttl: number }> {
     const url = new URL(clientId);
@@ -148,7 +151,12 @@ export function clientMetadataDocuments(options: ClientMetadataDocumentOptions):
       if (hit && hit.until > now) return { client: hit.client, fresh: false };
       cache.delete(clientId);
       // Errors propagate uncached: a document fixed a second later must work a second later.
-      const { client, ttl } = await load(clientId, context);
+      let pending = inFlight.get(clientId);
+      if (pending === undefined) {
+        pending = load(clientId, context).finally(() => inFlight.delete(clientId));
+        inFlight.set(clientId, pending);
+      }
+      const { client, ttl } = await pending;
       if (ttl > 0) {
         if (cache.size >= MAX_CACHED) cache.delete(cache.keys().next().value!);
         cache.set(clientId, { client, until: now + ttl });

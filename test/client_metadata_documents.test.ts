@@ -102,6 +102,18 @@ describe("a valid document", () => {
   });
 });
 
+test("concurrent requests for one uncached document share one fetch", async () => {
+  const { fetch, fetched } = documents(() => new Promise<Response>((resolve) => setTimeout(() => resolve(Response.json(doc())), 20)));
+  const s = await server(fetch);
+  const url = `${ISSUER}/authorize?${new URLSearchParams({
+    response_type: "code", client_id: CLIENT_ID, redirect_uri: "http://127.0.0.1/callback", scope: "read",
+    code_challenge: "x".repeat(43), code_challenge_method: "S256",
+  })}`;
+  const pages = await Promise.all(Array.from({ length: 10 }, () => s.fetch(new Request(url))));
+  expect(pages.map((p) => p.status)).toEqual(Array(10).fill(200));
+  expect(fetched.length).toBe(1);
+});
+
 describe("refused documents get an error page and no redirect", () => {
   test.each([
     ["another client_id", doc({ client_id: CLIENT_ID + "x" })],
