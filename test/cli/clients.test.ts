@@ -120,3 +120,17 @@ test("migrate and purge run on the store the config names", () => {
   expect(cli("migrate", "--config", config)).toMatchObject({ code: 0, stdout: expect.stringContaining("the schema is up to date") });
   expect(json("purge", "--config", config)).toMatchObject({ purged: expect.any(Number) });
 });
+
+test("the same commands on Deno and Bun, on one SQLite file: Deno adds, Bun lists, Node shows", () => {
+  const run = (command: string, args: string[]) => {
+    const result = spawnSync(command, args, { encoding: "utf8", timeout: 60_000, env: { ...process.env, NO_COLOR: "1" } });
+    expect(result.status, result.stderr).toBe(0);
+    return result.stdout;
+  };
+  const denoArgs = ["run", "--allow-net", "--allow-read", "--allow-write", "--allow-env", "--allow-ffi", "lib/cli/serve_deno.ts"];
+  expect(run("node_modules/.bin/deno", [...denoArgs, "--version"]).trim()).toBe(run("node_modules/.bin/bun", ["lib/cli/serve_bun.ts", "--version"]).trim());
+  const added = JSON.parse(run("node_modules/.bin/deno", [...denoArgs, "clients", "add", "--config", config, "--client-id", "from-deno", "--name", "From Deno", "--scope", "read", "--json"]));
+  expect(added.client.origin).toBe("cli");
+  expect(run("node_modules/.bin/bun", ["lib/cli/serve_bun.ts", "clients", "list", "--config", config])).toMatch(/^from-deno\s+From Deno\s+confidential\s+active\s+cli/m);
+  expect(json("clients", "show", "from-deno", "--config", config).name).toBe("From Deno");
+}, 90_000);
