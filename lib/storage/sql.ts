@@ -12,7 +12,8 @@
  * Atomicity without interactive transactions (they do not survive pgbouncer, HTTP drivers or D1):
  * - The verb that decides a race is one statement. PostgreSQL redeems a code, checks the grant, and stores the
  *   tokens in one `WITH won AS (UPDATE … RETURNING …) INSERT … SELECT … FROM won`. SQLite runs one statement at
- *   a time, so `UPDATE … RETURNING` picks the one winner and the winner's inserts follow it.
+ *   a time, so `UPDATE … RETURNING` picks the one winner, and the winner's grant and tokens follow in one more
+ *   statement (a trigger on `oauth_issue`).
  * - Revoking a grant first turns its row into a tombstone (`revoked_at`), in one statement; every later write
  *   for that grant is conditioned on the tombstone's absence, and every token lookup checks it too, so a
  *   token written by a racing request never works. Deleting the members follows as clean-up.
@@ -194,6 +195,17 @@ const json = (value: unknown[] | undefined): string | undefined => (value === un
 function grantSource(p: Params, grant: string, client: string, user: string | undefined, scope: string, resource: string | undefined): string {
   return `SELECT ${p.text(grant)} AS grant_id, ${p.text(client)} AS client_id, ${p.text(user)} AS user_id, ` +
     `${p.text(scope)} AS scope, ${p.text(resource)} AS resource`;
+}
+
+/** The grant a SQLite issue creates or refreshes (resource as stored: JSON text). */
+interface IssueGrant {
+  id: string;
+  client: string;
+  user: string | undefined;
+  scope: string;
+  resource: string | undefined;
+  now: number;
+  expires: number;
 }
 
 /** The latest expiry among issued tokens: a grant lives as long as its longest-lived token. */
@@ -421,17 +433,11 @@ export class SqlStorage implements Storage {
     );
     const row = won[0];
     if (!row) return undefined;
-    const q = this.params();
-    const granted = await this.run(
-      this.upsertGrant(
-        grantSource(q, String(row.grant_id), String(row.client_id), String(row.user_id), String(row.scope), optional(row.resource, String)),
-        q.int(now),
-        q.int(latestExpiry(tokens)),
-      ),
-      q.values,
-    );
-    if (granted.length === 0) return undefined; // the grant was revoked
-    return (await this.storeSqlite(tokens)) ? row : undefined;
+    const grant: IssueGrant = {
+      id: String(row.grant_id), client: String(row.client_id), user: String(row.user_id), scope: String(row.scope),
+      resource: optional(row.resource, String), now, expires: latestExpiry(tokens),
+    };
+    return (await this.issueSqlite(tokens, grant, true)) ? row : undefined;
   }
 
   /**
@@ -468,21 +474,31 @@ export class SqlStorage implements Storage {
         ${p.json(r.resource)}, ${p.int(r.expires_at)}, NULL, NULL${from ? ` FROM ${from}` : ""}`;
   }
 
-  /** SQLite: inserts issued tokens unless their grant is revoked; true when they were stored. */
-  private async storeSqlite(tokens: IssuedTokens): Promise<boolean> {
-    const grantId = tokens.access.grant_id ?? tokens.refresh?.grant_id;
-    const guard = (p: Params): string =>
-      grantId === undefined ? "" : ` WHERE NOT EXISTS (SELECT 1 FROM oauth_grants WHERE grant_id = ${p.text(grantId)} AND revoked_at IS NOT NULL)`;
+  /**
+   * SQLite: stores a grant (created, or refreshed unless revoked) and tokens in one statement, through the
+   * `oauth_issue` trigger (migration 2); tokens of a revoked grant are dropped. With `check`, reads back
+   * whether the access token was stored.
+   */
+  private async issueSqlite(tokens: IssuedTokens, grant: IssueGrant | undefined, check: boolean): Promise<boolean> {
+    const { access: a, refresh: r } = tokens;
     const p = this.params();
-    const sql = this.insertAccess(tokens, p);
-    const stored = await this.run(`${sql}${guard(p)} RETURNING hash`, p.values);
-    if (stored.length === 0) return false;
-    if (tokens.refresh) {
-      const q = this.params();
-      const sqlR = this.insertRefresh(tokens.refresh, q);
-      if ((await this.run(`${sqlR}${guard(q)} RETURNING hash`, q.values)).length === 0) return false;
-    }
-    return true;
+    const values = [
+      p.text(grant?.id), p.text(grant?.client), p.text(grant?.user), p.text(grant?.scope), p.text(grant?.resource),
+      p.int(grant?.now), p.int(grant?.expires),
+      p.text(a.hash), p.text(a.client_id), p.text(a.user_id), p.text(a.scope), p.json(a.resource), p.text(a.grant_id),
+      p.int(a.expires_at),
+      p.text(r?.hash), p.text(r?.grant_id), p.text(r?.client_id), p.text(r?.user_id), p.text(r?.scope), p.json(r?.resource),
+      p.int(r?.expires_at),
+    ];
+    await this.run(
+      `INSERT INTO oauth_issue (grant_id, g_client, g_user, g_scope, g_resource, now, g_expires, a_hash, a_client,
+         a_user, a_scope, a_resource, a_grant, a_expires, r_hash, r_grant, r_client, r_user, r_scope, r_resource,
+         r_expires) VALUES (${values.join(", ")})`,
+      p.values,
+    );
+    if (!check) return true;
+    const q = this.params();
+    return (await this.run(`SELECT 1 AS stored FROM oauth_access_tokens WHERE hash = ${q.text(a.hash)}`, q.values)).length > 0;
   }
 
   // -------------------------------------------------------------------------------------------------------
@@ -514,13 +530,11 @@ export class SqlStorage implements Storage {
         );
       }
     } else {
-      if (refresh) {
-        const q = this.params();
-        const source = grantSource(q, refresh.grant_id, refresh.client_id, refresh.user_id, refresh.scope, json(refresh.resource));
-        const granted = await this.run(this.upsertGrant(source, q.int(now), q.int(latestExpiry(tokens))), q.values);
-        if (granted.length === 0) return;
-      }
-      await this.storeSqlite(tokens);
+      const grant: IssueGrant | undefined = refresh && {
+        id: refresh.grant_id, client: refresh.client_id, user: refresh.user_id, scope: refresh.scope,
+        resource: json(refresh.resource), now, expires: latestExpiry(tokens),
+      };
+      await this.issueSqlite(tokens, grant, false);
     }
     await this.touchClient(tokens.access.client_id, now);
   }
@@ -580,16 +594,11 @@ export class SqlStorage implements Storage {
     } else {
       row = (await this.run(update, p.values))[0];
       if (!row) return null;
-      const q = this.params();
-      const granted = await this.run(
-        this.upsertGrant(
-          grantSource(q, String(row.grant_id), String(row.client_id), optional(row.user_id, String), String(row.scope), optional(row.resource, String)),
-          q.int(now),
-          q.int(latestExpiry(next)),
-        ),
-        q.values,
-      );
-      if (granted.length === 0 || !(await this.storeSqlite(next))) return null;
+      const grant: IssueGrant = {
+        id: String(row.grant_id), client: String(row.client_id), user: optional(row.user_id, String),
+        scope: String(row.scope), resource: optional(row.resource, String), now, expires: latestExpiry(next),
+      };
+      if (!(await this.issueSqlite(next, grant, true))) return null;
     }
     if (!row) return null;
     const old = refreshRecord(row);

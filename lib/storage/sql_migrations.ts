@@ -57,9 +57,44 @@ const v1 = (dialect: Dialect): string[] => [
   table("oauth_settings", "name TEXT PRIMARY KEY, value TEXT NOT NULL"),
 ];
 
+/**
+ * SQLite only: a carrier table whose trigger stores a grant and its tokens in one statement, so that a SQLite
+ * redemption or rotation commits twice (the winning UPDATE, then this) instead of once per row. PostgreSQL
+ * does the same in its one `WITH` statement. The row deletes itself.
+ */
+const v2sqlite: string[] = [
+  table("oauth_issue", `grant_id TEXT, g_client TEXT, g_user TEXT, g_scope TEXT, g_resource TEXT, now BIGINT,
+    g_expires BIGINT, a_hash TEXT, a_client TEXT, a_user TEXT, a_scope TEXT, a_resource TEXT, a_grant TEXT,
+    a_expires BIGINT, r_hash TEXT, r_grant TEXT, r_client TEXT, r_user TEXT, r_scope TEXT, r_resource TEXT,
+    r_expires BIGINT`),
+  `CREATE TRIGGER IF NOT EXISTS oauth_issue_tokens AFTER INSERT ON oauth_issue BEGIN
+    INSERT INTO oauth_grants (grant_id, client_id, user_id, scope, resource, created_at, last_used_at, expires_at)
+      SELECT NEW.grant_id, NEW.g_client, NEW.g_user, NEW.g_scope, NEW.g_resource, NEW.now, NEW.now, NEW.g_expires
+      WHERE NEW.g_client IS NOT NULL
+      ON CONFLICT (grant_id) DO UPDATE SET last_used_at = excluded.last_used_at,
+        created_at = COALESCE(oauth_grants.created_at, excluded.created_at),
+        client_id = COALESCE(oauth_grants.client_id, excluded.client_id),
+        user_id = COALESCE(oauth_grants.user_id, excluded.user_id),
+        scope = COALESCE(oauth_grants.scope, excluded.scope),
+        resource = COALESCE(oauth_grants.resource, excluded.resource),
+        expires_at = MAX(oauth_grants.expires_at, excluded.expires_at)
+      WHERE oauth_grants.revoked_at IS NULL;
+    INSERT INTO oauth_access_tokens (hash, client_id, user_id, scope, resource, grant_id, expires_at)
+      SELECT NEW.a_hash, NEW.a_client, NEW.a_user, NEW.a_scope, NEW.a_resource, NEW.a_grant, NEW.a_expires
+      WHERE NEW.a_grant IS NULL
+        OR NOT EXISTS (SELECT 1 FROM oauth_grants WHERE grant_id = NEW.a_grant AND revoked_at IS NOT NULL);
+    INSERT INTO oauth_refresh_tokens (hash, grant_id, client_id, user_id, scope, resource, expires_at)
+      SELECT NEW.r_hash, NEW.r_grant, NEW.r_client, NEW.r_user, NEW.r_scope, NEW.r_resource, NEW.r_expires
+      WHERE NEW.r_hash IS NOT NULL
+        AND NOT EXISTS (SELECT 1 FROM oauth_grants WHERE grant_id = NEW.r_grant AND revoked_at IS NOT NULL);
+    DELETE FROM oauth_issue WHERE rowid = NEW.rowid;
+  END`,
+];
+
 /** Every migration, in order. Append; never edit one that has shipped. */
 export const MIGRATIONS: readonly Migration[] = [
   { version: 1, postgres: v1("postgres"), sqlite: v1("sqlite") },
+  { version: 2, postgres: [], sqlite: v2sqlite },
 ];
 
 /** The latest schema version this code knows. */
