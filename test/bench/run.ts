@@ -465,6 +465,8 @@ async function main(): Promise<number> {
       child,
       (3 * 4 * (options.inprocessSeconds * options.inprocessRounds + 2) + 120) * 1000,
     );
+    // It stops its database server and exits by itself once done; stop it only if it lingers.
+    await Promise.race([new Promise((resolve) => child.once("exit", resolve)), new Promise((resolve) => setTimeout(resolve, 30_000))]);
     await stop(child);
     for (const [store, reason] of Object.entries(output.skipped)) process.stderr.write(`  ${store} skipped: ${reason}\n`);
     const names: Record<string, string> = { memory: "memory store", sqlite: "SQLite", postgres: "PostgreSQL" };

@@ -12,6 +12,7 @@
  * @module
  */
 import { mkdtempSync, rmSync } from "node:fs";
+import process from "node:process";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { DatabaseSync } from "node:sqlite";
@@ -56,6 +57,14 @@ for (const name of wanted) {
     stores.set(name, sqlStorage({ dialect: "postgres", query: (t, p) => pool.query(t, p).then((r) => r.rows) }));
     cleanups.unshift(() => pool.end(), () => server.stop());
   }
+}
+
+// Interrupted (run.ts stops a child that lingers): stop the database server too, rather than orphan it.
+for (const signal of ["SIGINT", "SIGTERM"] as const) {
+  process.once(signal, async () => {
+    for (const cleanup of cleanups) await Promise.resolve(cleanup()).catch(() => {});
+    process.exit(130);
+  });
 }
 
 try {
