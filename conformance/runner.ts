@@ -196,7 +196,8 @@ export async function runCases(
   const { plan, controls } = planCases(cases, catalog);
   const done = new Map<string, CaseResult>();
   for (const def of plan) {
-    const failed = (def.needs ?? []).map((id) => done.get(id)!).find((r) => r.verdict !== "PASS" && r.verdict !== "WARN");
+    // A control that did not pass (a failed SHOULD control included) leaves nothing to conclude.
+    const failed = (def.needs ?? []).map((id) => done.get(id)!).find((r) => r.verdict !== "PASS");
     let result: CaseResult;
     if (failed === undefined) result = await runCase(def, target, options);
     else if (failed.verdict === "SKIP") {

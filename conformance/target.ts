@@ -51,6 +51,16 @@ export interface ResourceTarget {
   insufficient?: { client: TokenRole; scope: string };
 }
 
+/** What the MCP profile's cases need; every field optional (the cases that need one skip without it). */
+export interface McpTarget {
+  /** A resource (RFC 8707) the server issues tokens for: the MCP server's canonical URI. */
+  resource?: string;
+  /** The MCP endpoint guarded by that resource, which answers 401 with `resource_metadata` (RFC 9728 §5.1). */
+  protected_url?: string;
+  /** The Origin a browser-based client sends, for the CORS cases. Default `https://mcp-client.example`. */
+  origin: string;
+}
+
 /** How the end user's approval is obtained. */
 export type ApprovalConfig =
   | { driver: "html_form"; username: string; password: string; deny: boolean }
@@ -77,6 +87,8 @@ export interface Target {
   clock_url?: string;
   /** Seconds an authorization code lives; the expiry case waits this long plus a minute. Default 600. */
   code_lifetime_s: number;
+  /** The MCP profile's resource, protected endpoint and CORS origin. */
+  mcp: McpTarget;
 }
 
 /** Options of {@link parseTarget}. */
@@ -197,6 +209,21 @@ export function parseTarget(input: unknown, options: ParseTargetOptions = {}): T
   const token = url(input, "token_url", "", DEFAULT_PATHS.token_url);
   const issuer = input.issuer === undefined ? base : str(input, "issuer", "");
   if (issuer !== undefined && !isAbsolute(issuer)) bad("issuer", "must be an absolute http(s) URL", issuer);
+  const mcp: McpTarget = { origin: "https://mcp-client.example" };
+  if (input.mcp !== undefined) {
+    if (!isObj(input.mcp)) bad("mcp", "must be an object");
+    else {
+      const resource = str(input.mcp, "resource", "mcp.", false);
+      if (resource !== undefined && !isAbsolute(resource)) bad("mcp.resource", "must be an absolute http(s) URL", resource);
+      else if (resource !== undefined) mcp.resource = resource;
+      if (input.mcp.protected_url !== undefined) {
+        const protectedUrl = url(input.mcp, "protected_url", "mcp.");
+        if (protectedUrl !== undefined) mcp.protected_url = protectedUrl;
+      }
+      const origin = str(input.mcp, "origin", "mcp.", false);
+      if (origin !== undefined) mcp.origin = origin;
+    }
+  }
   const revocation = input.revocation_url === undefined ? undefined : url(input, "revocation_url", "");
   const metadata = input.metadata_url === undefined ? undefined : url(input, "metadata_url", "");
   let clockUrl: string | undefined;
@@ -228,6 +255,7 @@ export function parseTarget(input: unknown, options: ParseTargetOptions = {}): T
     approval: approval!,
     code_lifetime_s: lifetime as number,
     metadata_url: metadata ?? wellKnown(issuer!),
+    mcp,
   };
   if (revocation !== undefined) target.revocation_url = revocation;
   if (resource) target.resource = resource;

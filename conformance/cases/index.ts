@@ -8,6 +8,7 @@ import { cases as authorize } from "./authorize.ts";
 import { cases as authorizeRedirect } from "./authorize_redirect.ts";
 import { cases as bearer } from "./bearer.ts";
 import { cases as concurrency } from "./concurrency.ts";
+import { cases as mcp } from "./mcp.ts";
 import { cases as metadata } from "./metadata.ts";
 import { cases as pages } from "./pages.ts";
 import { cases as response } from "./response.ts";
@@ -33,4 +34,5 @@ export const ALL_CASES: readonly CaseDef[] = [
   ...concurrency,
   ...pages,
   ...metadata,
+  ...mcp,
 ];

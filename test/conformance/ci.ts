@@ -27,6 +27,10 @@ const FOREIGN = [
 /** One run of the CLI: a name and its arguments (after `conformance/cli.ts`). */
 export const RUNS: { name: string; args: string[] }[] = [
   ...PROFILES.map((p) => ({ name: `reference (Node) ${p}`, args: [...REFERENCE, "--profile", p, "--serve", `tsx ${SERVE}`] })),
+  {
+    name: "reference as MCP deployment mcp",
+    args: ["--target", "conformance/targets/reference-mcp.json", "--profile", "mcp", "--module", "conformance/targets/reference_mcp_app.ts"],
+  },
   { name: "reference (Deno) spec", args: [...REFERENCE, "--serve", "deno run --allow-net --allow-read lib/cli/serve_deno.ts --port 0"] },
   { name: "reference (Bun) spec", args: [...REFERENCE, "--serve", "bun lib/cli/serve_bun.ts --port 0"] },
   ...FOREIGN.flatMap((f) =>

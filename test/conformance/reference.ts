@@ -18,9 +18,12 @@ export const TARGET_FILE: string = fileURLToPath(new URL("../../conformance/targ
 /** A redirect URI that is not a loopback one, for the cases that loopback URIs skip (any port may match). */
 export const WEB_REDIRECT = "https://client.example/callback";
 
+/** The MCP deployment's target (reference-mcp.json), for conformance/targets/reference_mcp_app.ts. */
+export const MCP_TARGET_FILE: string = fileURLToPath(new URL("../../conformance/targets/reference-mcp.json", import.meta.url));
+
 /** The reference target, as the CLI reads it; `web`: with {@link WEB_REDIRECT} for the code clients. */
-export function referenceTarget(web = false): Target {
-  const json = JSON.parse(readFileSync(TARGET_FILE, "utf8"));
+export function referenceTarget(web = false, file: string = TARGET_FILE): Target {
+  const json = JSON.parse(readFileSync(file, "utf8"));
   if (web) for (const role of ["public", "confidential"]) json.clients[role].redirect_uri = WEB_REDIRECT;
   return parseTarget(json);
 }

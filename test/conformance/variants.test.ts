@@ -4,7 +4,8 @@
  */
 import { describe, expect, it } from "vitest";
 import { ALL_CASES, EVERY_PROFILE } from "../../conformance/mod.ts";
-import { problems, referenceApp, referenceTarget, run, webConfig } from "./reference.ts";
+import { referenceMcpApp } from "../../conformance/targets/reference_mcp_app.ts";
+import { MCP_TARGET_FILE, problems, referenceApp, referenceTarget, run, TARGET_FILE, webConfig } from "./reference.ts";
 import { VARIANTS } from "./variants.ts";
 
 describe("the conformance suite against the reference server (in-process)", () => {
@@ -15,7 +16,8 @@ describe("the conformance suite against the reference server (in-process)", () =
         const report = await run(app.fetch, { profile, clock: app.clock }, referenceTarget(web));
         // Only what the redirect URI rules out: loopback URIs may match on any port (RFC 8252 §7.3).
         const skippedOk = web ? ["AUTHZ-REDIRECT-LOOPBACK-ANY-PORT"] : ["AUTHZ-REDIRECT-VARIANT-PORT"];
-        expect(problems(report).filter((p) => !skippedOk.some((id) => p.startsWith(`SKIP ${id}:`)))).toEqual([]);
+        // The plain target names no MCP resource, endpoint or registration: the MCP deployment's test runs those.
+        expect(problems(report).filter((p) => !skippedOk.some((id) => p.startsWith(`SKIP ${id}:`)) && !p.startsWith("SKIP MCP-"))).toEqual([]);
         if (profile === "spec") {
           // Every cell of the body-field table was exercised.
           expect(report.matrix).toHaveLength(40);
@@ -24,6 +26,14 @@ describe("the conformance suite against the reference server (in-process)", () =
       }
     });
   }
+});
+
+describe("the reference server as an MCP deployment (in-process)", () => {
+  it("passes every case of profile mcp, the MCP cases included", async () => {
+    const report = await run(await referenceMcpApp({ passwordIterations: 1 }), { profile: "mcp" }, referenceTarget(false, MCP_TARGET_FILE));
+    expect(problems(report).filter((p) => !/^SKIP (AUTHZ-REDIRECT-VARIANT-PORT|SEC-CODE-EXPIRED):/.test(p))).toEqual([]);
+    expect(report.results.filter((r) => r.id.startsWith("MCP-") && r.verdict === "PASS")).toHaveLength(10);
+  });
 });
 
 describe("broken variants of the reference server", () => {
@@ -42,7 +52,7 @@ describe("broken variants of the reference server", () => {
         only: variant.catches.join(","),
         profile: variant.profile ?? "spec",
         ...(app.clock ? { clock: app.clock } : {}),
-      }, referenceTarget(variant.web === true));
+      }, referenceTarget(variant.web === true, variant.mcp === true ? MCP_TARGET_FILE : TARGET_FILE));
       for (const id of variant.catches) {
         const result = report.results.find((r) => r.id === id)!;
         const want = ALL_CASES.find((c) => c.id === id)!.level === "MUST" ? "FAIL" : "WARN";

@@ -9,6 +9,7 @@ import type { Storage } from "../../lib/storage/types.ts";
 import { s256 } from "../../conformance/pkce.ts";
 import type { Profile } from "../../conformance/mod.ts";
 import { REDIRECT_VARIANTS } from "../../conformance/cases/authorize_redirect.ts";
+import { MCP_RESOURCE, referenceMcpApp } from "../../conformance/targets/reference_mcp_app.ts";
 import { type Handler, referenceApp, type TestApp, WEB_REDIRECT, webConfig } from "./reference.ts";
 
 export interface Variant {
@@ -19,6 +20,8 @@ export interface Variant {
   profile?: Profile;
   /** Run with a redirect URI that is not a loopback one (see reference.ts WEB_REDIRECT). */
   web?: boolean;
+  /** Run against the MCP deployment's target (reference-mcp.json). */
+  mcp?: boolean;
   build(): Promise<Handler | TestApp>;
 }
 
@@ -143,7 +146,122 @@ const redirectVariants: Variant[] = REDIRECT_VARIANTS.map((v) => ({
 /** Registered clients by id, in the demo configuration. */
 const isConfidential = (id: string | null) => id !== null && CLIENTS.get(id)?.client_secret !== undefined;
 
+const mcpApp = () => referenceMcpApp({ passwordIterations: 1 });
+const isPath = (path: string) => (url: URL) => url.pathname === path;
+
+/** Rewrites a `resource` parameter the server does not serve to the one it does, in a query or a form. */
+function anyResource(params: URLSearchParams): void {
+  const r = params.get("resource");
+  if (r !== null && r !== MCP_RESOURCE) params.set("resource", MCP_RESOURCE);
+}
+
+const mcpVariants: Variant[] = [
+  {
+    name: "metadata without code_challenge_methods_supported",
+    catches: ["MCP-METADATA-PKCE"],
+    mcp: true,
+    profile: "mcp",
+    async build() {
+      return editResponse(await mcpApp(), isMetadata, async (response) => {
+        const { code_challenge_methods_supported: _, ...rest } = await response.json() as Record<string, unknown>;
+        return Response.json(rest);
+      });
+    },
+  },
+  {
+    name: "any resource accepted at the authorization endpoint",
+    catches: ["MCP-RESOURCE-UNKNOWN"],
+    mcp: true,
+    profile: "mcp",
+    async build() {
+      return editTokenForm(editAuthorizeQuery(await mcpApp(), anyResource), anyResource);
+    },
+  },
+  {
+    name: "a token request that switches the resource",
+    catches: ["MCP-RESOURCE-TOKEN-BOUND"],
+    mcp: true,
+    profile: "mcp",
+    async build() {
+      return editTokenForm(await mcpApp(), anyResource);
+    },
+  },
+  {
+    name: "a 401 without resource_metadata at the MCP endpoint",
+    catches: ["MCP-PRM-CHALLENGE"],
+    mcp: true,
+    profile: "mcp",
+    async build() {
+      return editResponse(await mcpApp(), isPath("/mcp"), (response) => {
+        const headers = new Headers(response.headers);
+        headers.set("www-authenticate", 'Bearer realm="mcp"');
+        return new Response(response.body, { status: response.status, headers });
+      });
+    },
+  },
+  {
+    name: "an MCP endpoint that does not check the audience",
+    catches: ["MCP-PRM-AUDIENCE"],
+    mcp: true,
+    profile: "mcp",
+    build: () => referenceMcpApp({ passwordIterations: 1, requireAudience: false }),
+  },
+  {
+    name: "registration that takes any redirect URI",
+    catches: ["MCP-DCR-REDIRECT-REFUSED"],
+    mcp: true,
+    profile: "mcp",
+    async build() {
+      const app = await mcpApp();
+      return async (request) => {
+        if (isPath("/register")(new URL(request.url)) && (await request.clone().text()).includes("attacker.example")) {
+          return Response.json({ client_id: "registered-anything", redirect_uris: ["http://attacker.example/callback"] }, { status: 201 });
+        }
+        return app(request);
+      };
+    },
+  },
+  {
+    name: "registration out of order",
+    catches: ["MCP-DCR-REGISTER"],
+    mcp: true,
+    profile: "mcp",
+    async build() {
+      const app = await mcpApp();
+      return (request) => isPath("/register")(new URL(request.url)) ? Promise.resolve(Response.json({ error: "server_error" }, { status: 500 })) : app(request);
+    },
+  },
+  {
+    name: "no CORS at the token endpoint",
+    catches: ["MCP-CORS-TOKEN"],
+    mcp: true,
+    profile: "mcp",
+    async build() {
+      return editResponse(await mcpApp(), isToken, (response) => {
+        const headers = new Headers(response.headers);
+        for (const name of [...headers.keys()]) if (name.startsWith("access-control-")) headers.delete(name);
+        return new Response(response.body, { status: response.status, headers });
+      });
+    },
+  },
+  {
+    name: "CORS on the authorization pages",
+    catches: ["MCP-CORS-NOT-AUTHORIZE"],
+    mcp: true,
+    profile: "mcp",
+    async build() {
+      return editResponse(await mcpApp(), isAuthorize, (response, request) => {
+        const headers = new Headers(response.headers);
+        headers.set("access-control-allow-origin", request.headers.get("origin") ?? "*");
+        headers.set("access-control-allow-credentials", "true");
+        return new Response(response.body, { status: response.status, headers });
+      });
+    },
+  },
+];
+
 const moreVariants: Variant[] = [
+  ...mcpVariants,
   ...redirectVariants,
   {
     name: "a loopback redirect_uri only on its registered port",
