@@ -201,13 +201,14 @@ export function parseConfig(
   return config;
 }
 
-/** Warnings to print at start: each user whose password is in plaintext. */
+/** Warnings to print at start: each user whose password is in plaintext, and whether it is also short. */
 export function configWarnings(config: ReferenceConfig, source: string): string[] {
   return config.users
     .filter((u) => u.password !== undefined)
     .map((u) =>
-      `warning: config "${source}": user "${u.username}" has a plaintext "password"; ` +
-      'replace it with "password_hash" from `oauth2-fetch-server hash-password`'
+      `warning: config "${source}": user "${u.username}" has a plaintext "password"` +
+      ((u.password ?? "").length < 12 ? " of fewer than 12 characters" : "") +
+      '; replace it with "password_hash" from `oauth2-fetch-server hash-password`'
     );
 }
 

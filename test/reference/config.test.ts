@@ -129,8 +129,10 @@ describe("passwords", () => {
   test("plaintext passwords warn, naming each user; hashes do not", async () => {
     const config: any = base();
     config.users.push({ username: "bob", password_hash: await hashPassword("bob-password", 1000) });
+    config.users.push({ username: "cy", password: "short-pw" });
     expect(configWarnings(parse(config), "app.json")).toEqual([
       'warning: config "app.json": user "ann" has a plaintext "password"; replace it with "password_hash" from `oauth2-fetch-server hash-password`',
+      'warning: config "app.json": user "cy" has a plaintext "password" of fewer than 12 characters; replace it with "password_hash" from `oauth2-fetch-server hash-password`',
     ]);
   });
 
