@@ -65,4 +65,3 @@ export {
   STORAGE_METHODS,
 } from "./lib/storage/types.ts";
 export { type ContractCheck, type ContractOptions, storageContract } from "./lib/storage/contract.ts";
-export { fromRequest, type HttpRequest, type HttpResponse, toResponse } from "./lib/http.ts";

@@ -6,7 +6,7 @@
  *
  * @module
  */
-import type { HttpRequest } from "./http.ts";
+import type { Incoming } from "./http.ts";
 
 /** Every audit event type, with when it is reported. */
 export const AUDIT_EVENTS = {
@@ -53,20 +53,20 @@ export interface AuditContext {
 }
 
 /** The client's address of a request: its peer, or behind a trusted proxy the address the proxy forwarded. */
-export function clientAddressOf(request: HttpRequest, context: AuditContext): string | undefined {
-  return context.clientAddress(request.remoteAddress, (name) => request.header(name));
+export function clientAddressOf(incoming: Incoming, context: AuditContext): string | undefined {
+  return context.clientAddress(incoming.remoteAddress, (name) => incoming.request.headers.get(name));
 }
 
 /** Reports an event to `onEvent`, with the time and the request's client address; a throwing hook is ignored. */
 export function audit(
   context: AuditContext,
-  request: HttpRequest | undefined,
+  incoming: Incoming | undefined,
   event: Omit<AuditEvent, "time" | "address">,
   address?: string,
 ): void {
   const hook = context.onEvent;
   if (hook === undefined) return;
-  const at = address ?? (request ? clientAddressOf(request, context) : undefined);
+  const at = address ?? (incoming ? clientAddressOf(incoming, context) : undefined);
   const full: AuditEvent = { type: event.type, time: context.clock() };
   if (event.client_id !== undefined) full.client_id = event.client_id;
   if (event.user_id !== undefined) full.user_id = event.user_id;

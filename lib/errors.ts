@@ -92,3 +92,12 @@ export class ConfigurationError extends Error {
     this.name = "ConfigurationError";
   }
 }
+
+/** Calls an error hook; a hook that throws must not turn a clean answer into a crash or a rejection. */
+export function report<A extends unknown[]>(hook: (...args: A) => void, ...args: A): void {
+  try {
+    hook(...args);
+  } catch {
+    // Nothing left to tell.
+  }
+}

@@ -1,37 +1,117 @@
 /**
- * The small request/response shape the core works on. `server.fetch` wraps a WHATWG `Request` into it and
- * turns the result into a `Response`; the Node adapter builds it straight from `IncomingMessage`, so the hot
- * path does not pay for two WHATWG objects per call on runtimes where they are dear.
+ * The core's one request model is the WHATWG `Request`; what it answers is {@link ResponseParts} (status,
+ * header pairs, a text body), which {@link respond} turns into the `Response` that `fetch` returns.
+ *
+ * Where a `Request` and a `Response` are dear (Node: 8 and 6 µs to build, as much again to read back), the
+ * adapter hands the core a `Request` that builds the real one only when something reads past the method,
+ * URL, headers and body text (see `lib/adapters/node_request.ts`, after @hono/node-server). Such a request
+ * carries {@link LAZY}; {@link respond} then answers with a `Response` of the same kind, whose parts the
+ * adapter writes straight to the socket. Everyone else sees plain WHATWG objects.
  *
  * @module
  */
 import { OAuthError } from "./errors.ts";
 
-/** An incoming HTTP request, as the core sees it. */
-export interface HttpRequest {
-  /** Upper-case method, e.g. `POST`. */
-  readonly method: string;
-  /** The request target in origin form: path and query, e.g. `/index.php?module=OAuth2&action=token`. */
+/** What an endpoint is given: the request, its target (path and query) and the address of
+ * its peer (the socket's other end; behind a trusted proxy see `clientAddressOf`). */
+export interface Incoming {
+  readonly request: Request;
   readonly target: string;
-  /** A request header by lower-case name; repeated headers are joined with `, `. */
-  header(name: string): string | null;
-  /** The body as text, at most `limit` bytes; over it, throws `OAuthError` with status 413. */
-  text(limit: number): Promise<string>;
-  /** The client's network address, when the adapter knows it. */
   readonly remoteAddress: string | undefined;
-  /** The request as a WHATWG `Request`, built on first use (for user hooks). Its body may already be read. */
-  toRequest(): Request;
 }
 
-/** An outgoing HTTP response, as the core produces it. */
-export interface HttpResponse {
+/** A response as the core builds it. */
+export interface ResponseParts {
   status: number;
   /** Header pairs; a name may repeat (`Set-Cookie`). */
   headers: [string, string][];
   /** A text body, or null for none. */
   body: string | null;
-  /** A response produced by a user hook, passed through as it is; status, headers and body are then unused. */
-  passthrough?: Response;
+}
+
+/**
+ * On a request: it accepts a lazy `Response` (the Node adapter's requests do). On such a response: its parts.
+ * `Symbol.for`, so that two copies of this module in one process still agree.
+ */
+export const LAZY: unique symbol = Symbol.for("oauth2-fetch-server.lazy");
+
+/** Builds the real object behind a lazy one, on first use, and returns it from then on. */
+export const MATERIALIZE: unique symbol = Symbol.for("oauth2-fetch-server.materialize");
+
+/**
+ * Makes `proto` a stand-in for `base` (`Request.prototype`, `Response.prototype`, `Headers.prototype`):
+ * every member `proto` does not define itself is forwarded to the real object `this[MATERIALIZE]()` builds,
+ * and `instanceof` holds. What `proto` defines is served without building anything.
+ */
+export function standIn(proto: object, base: object): void {
+  for (const key of Reflect.ownKeys(base)) {
+    if (key === "constructor" || Object.hasOwn(proto, key)) continue;
+    const descriptor = Object.getOwnPropertyDescriptor(base, key)!;
+    if (descriptor.get !== undefined) {
+      Object.defineProperty(proto, key, {
+        configurable: true,
+        get(this: { [MATERIALIZE](): Record<PropertyKey, unknown> }) {
+          return this[MATERIALIZE]()[key];
+        },
+      });
+    } else if (typeof descriptor.value === "function") {
+      Object.defineProperty(proto, key, {
+        configurable: true,
+        writable: true,
+        value(this: { [MATERIALIZE](): Record<PropertyKey, (...args: unknown[]) => unknown> }, ...args: unknown[]) {
+          const real = this[MATERIALIZE]();
+          return real[key]!.apply(real, args);
+        },
+      });
+    }
+  }
+  Object.setPrototypeOf(proto, base);
+}
+
+/** A `Response` over parts, built for real only when something other than its adapter reads it. */
+class LazyResponse {
+  readonly [LAZY]: ResponseParts;
+  #real: Response | undefined;
+
+  constructor(parts: ResponseParts) {
+    this[LAZY] = parts;
+  }
+
+  get status(): number {
+    return this[LAZY].status;
+  }
+
+  [MATERIALIZE](): Response {
+    return (this.#real ??= new Response(this[LAZY].body, this[LAZY]));
+  }
+}
+standIn(LazyResponse.prototype, Response.prototype);
+
+/** The `Response` for parts: a lazy one when the request accepts it, else a real one. */
+export function respond(request: Request, parts: ResponseParts): Response {
+  if ((request as { [LAZY]?: unknown })[LAZY] === true) return new LazyResponse(parts) as unknown as Response;
+  return new Response(parts.body, parts);
+}
+
+/**
+ * The client's address from a handler's second argument, read structurally: Deno's handler info
+ * (`remoteAddr.hostname`, which the Node adapter imitates) or Bun's server (`requestIP(request)`).
+ */
+export function remoteAddressOf(request: Request, info: unknown): string | undefined {
+  if (typeof info !== "object" || info === null) return undefined;
+  const remoteAddr = (info as { remoteAddr?: { hostname?: unknown } }).remoteAddr;
+  if (typeof remoteAddr?.hostname === "string") return remoteAddr.hostname;
+  const requestIP = (info as { requestIP?: unknown }).requestIP;
+  if (typeof requestIP === "function") {
+    const address = (requestIP.call(info, request) as { address?: unknown } | null)?.address;
+    if (typeof address === "string") return address;
+  }
+  return undefined;
+}
+
+/** The parts of a lazy response built by {@link respond}, for the adapter that asked for it. */
+export function partsOf(response: Response): ResponseParts | undefined {
+  return (response as { [LAZY]?: ResponseParts })[LAZY];
 }
 
 /** Headers of every token, revocation and introspection response (RFC 6749 §5.1). */
@@ -41,12 +121,12 @@ const NO_STORE: [string, string][] = [
 ];
 
 /** A JSON response that no cache may keep. */
-export function jsonResponse(status: number, body: unknown, headers?: Record<string, string>): HttpResponse {
+export function jsonResponse(status: number, body: unknown, headers?: Record<string, string>): ResponseParts {
   return jsonTextResponse(status, JSON.stringify(body), headers);
 }
 
 /** {@link jsonResponse} for a body already serialized. */
-export function jsonTextResponse(status: number, json: string, headers?: Record<string, string>): HttpResponse {
+export function jsonTextResponse(status: number, json: string, headers?: Record<string, string>): ResponseParts {
   // NO_STORE written out: a spread in the hot path costs more than the two pairs.
   const list: [string, string][] = [
     ["content-type", "application/json;charset=UTF-8"],
@@ -58,7 +138,7 @@ export function jsonTextResponse(status: number, json: string, headers?: Record<
 }
 
 /** A redirect to an address already checked against the client's registration. */
-export function redirectResponse(location: string, status = 302): HttpResponse {
+export function redirectResponse(location: string, status = 302): ResponseParts {
   return { status, headers: [["location", location], ...NO_STORE], body: null };
 }
 
@@ -180,6 +260,17 @@ export function queryOf(target: string): string {
   return q === -1 ? "" : target.slice(q + 1);
 }
 
+/**
+ * The request target of a URL, in origin form: path and query, e.g. `/index.php?module=OAuth2&action=token`.
+ * Read from the string (everything after "scheme://host", without a fragment): cheaper than `new URL`.
+ */
+export function targetOf(url: string): string {
+  const start = url.indexOf("/", url.indexOf("//") + 2);
+  if (start === -1) return "/";
+  const hash = url.indexOf("#", start);
+  return hash === -1 ? url.slice(start) : url.slice(start, hash);
+}
+
 /** The path of a request target, without the query. */
 export function pathOf(target: string): string {
   const q = target.indexOf("?");
@@ -205,66 +296,25 @@ export function printable(value: string): string {
   return clean.length > 40 ? clean.slice(0, 40) + "..." : clean;
 }
 
-/** Wraps a WHATWG `Request` as an {@link HttpRequest}. */
-export function fromRequest(request: Request, remoteAddress?: string): HttpRequest {
-  return new WhatwgRequest(request, remoteAddress);
+/** The one answer to a body over a limit (RFC 9110 §15.5.14). */
+export function tooLarge(): OAuthError {
+  return new OAuthError("invalid_request", { description: "Request body is too large", status: 413 });
 }
-
-/** {@link fromRequest}'s wrapper: a class rather than closures, as it is made once per request. */
-class WhatwgRequest implements HttpRequest {
-  readonly method: string;
-  readonly target: string;
-  readonly remoteAddress: string | undefined;
-  readonly #request: Request;
-
-  constructor(request: Request, remoteAddress: string | undefined) {
-    const url = request.url;
-    // The target is everything after the authority: skip "scheme://host".
-    const start = url.indexOf("/", url.indexOf("//") + 2);
-    const target = start === -1 ? "/" : url.slice(start);
-    const hash = target.indexOf("#");
-    this.method = request.method;
-    this.target = hash === -1 ? target : target.slice(0, hash);
-    this.remoteAddress = remoteAddress;
-    this.#request = request;
-  }
-
-  header(name: string): string | null {
-    return this.#request.headers.get(name);
-  }
-
-  text(limit: number): Promise<string> {
-    return readText(this.#request, limit);
-  }
-
-  toRequest(): Request {
-    return this.#request;
-  }
-}
-
-/** Turns an {@link HttpResponse} into a WHATWG `Response`. */
-export function toResponse(response: HttpResponse): Response {
-  if (response.passthrough) return response.passthrough;
-  return new Response(response.body, { status: response.status, headers: response.headers });
-}
-
-const TOO_LARGE = (): OAuthError =>
-  new OAuthError("invalid_request", { description: "Request body is too large", status: 413 });
 
 /** Reads a body as UTF-8 text, stopping as soon as it passes `limit` bytes. */
-async function readText(request: Request, limit: number): Promise<string> {
+export async function readText(request: Request, limit: number): Promise<string> {
   const declared = request.headers.get("content-length");
   if (declared !== null) {
     const length = Number(declared);
-    if (length > limit) throw TOO_LARGE();
+    if (length > limit) throw tooLarge();
     if (Number.isSafeInteger(length) && request.headers.get("transfer-encoding") === null) {
       // A declared length within the limit, and no chunked framing: the server that parsed the request (Node,
       // Deno and Bun all do) delivers exactly that many bytes and refuses Content-Length with
       // Transfer-Encoding, so one whole read is bounded, and several times cheaper than a stream reader (which
       // is why `request.body` is not even touched here). The size is checked again for a Request built in
       // process with a length that lies.
-      const bytes = await request.arrayBuffer();
-      if (bytes.byteLength > limit) throw TOO_LARGE();
+      const bytes = await request.bytes();
+      if (bytes.byteLength > limit) throw tooLarge();
       return decoder.decode(bytes);
     }
   }
@@ -278,7 +328,7 @@ async function readText(request: Request, limit: number): Promise<string> {
     size += value.byteLength;
     if (size > limit) {
       await reader.cancel().catch(() => {});
-      throw TOO_LARGE();
+      throw tooLarge();
     }
     chunks.push(value);
   }

@@ -11,11 +11,22 @@ import { metadataEndpoint } from "./endpoints/metadata.ts";
 import { registerEndpoint } from "./endpoints/register.ts";
 import { revokeEndpoint } from "./endpoints/revoke.ts";
 import { tokenEndpoint } from "./endpoints/token.ts";
-import { OAuthError } from "./errors.ts";
-import { type HttpRequest, type HttpResponse, jsonResponse, pathOf, printable, queryOf, redirectResponse } from "./http.ts";
+import { OAuthError, report } from "./errors.ts";
+import {
+  type Incoming,
+  jsonResponse,
+  pathOf,
+  printable,
+  queryOf,
+  redirectResponse,
+  respond,
+  type ResponseParts,
+  targetOf,
+} from "./http.ts";
 import type { ServerContext } from "./options.ts";
 
-type Handler = (request: HttpRequest, context: ServerContext) => Promise<HttpResponse> | HttpResponse;
+/** An endpoint's answer: parts to render, or a `Response` a user hook made (passed on as it is). */
+type Handler = (incoming: Incoming, context: ServerContext) => Promise<ResponseParts | Response> | ResponseParts;
 
 /**
  * An endpoint: its name (for `onError`), its handlers by method, whether its errors are HTML pages, and whether
@@ -41,7 +52,9 @@ const SPEC_ACTIONS: Readonly<Record<string, Endpoint>> = Object.freeze(
 );
 
 /** Builds the request handler for a server context. */
-export function createRouter(context: ServerContext): (request: HttpRequest) => Promise<HttpResponse> {
+export function createRouter(
+  context: ServerContext,
+): (request: Request, remoteAddress: string | undefined) => Promise<Response> {
   const routes = new Map<string, Endpoint>();
   const base = context.basePath;
   const { paths } = context;
@@ -55,38 +68,45 @@ export function createRouter(context: ServerContext): (request: HttpRequest) => 
   const specPath = base + "/index.php";
 
   const { cors } = context;
-  return async function handle(request: HttpRequest): Promise<HttpResponse> {
-    const response = await route(request);
-    const origin = request.header("origin");
-    if (origin !== null && cors !== null && response.cors) response.headers.push(...corsHeaders(origin, cors));
-    return response;
+  return async function handle(request: Request, remoteAddress: string | undefined): Promise<Response> {
+    const incoming: Incoming = { request, target: targetOf(request.url), remoteAddress };
+    const { answer, endpoint } = await route(incoming);
+    if (answer instanceof Response) return answer;
+    if (endpoint?.cors && cors !== null) {
+      const origin = request.headers.get("origin");
+      if (origin !== null) answer.headers.push(...corsHeaders(origin, cors));
+    }
+    return respond(request, answer);
   };
 
-  async function route(request: HttpRequest): Promise<HttpResponse & { cors?: boolean }> {
-    const path = pathOf(request.target);
+  async function route(incoming: Incoming): Promise<{ answer: ResponseParts | Response; endpoint?: Endpoint }> {
+    const { request, target } = incoming;
+    const path = pathOf(target);
     let endpoint = routes.get(path);
-    if (endpoint === undefined && path === specPath && context.specAddresses) endpoint = specEndpoint(request.target);
-    if (endpoint === undefined || (endpoint === AUTHORIZE && !context.authenticateUser)) return notFound();
+    if (endpoint === undefined && path === specPath && context.specAddresses) endpoint = specEndpoint(target);
+    if (endpoint === undefined || (endpoint === AUTHORIZE && !context.authenticateUser)) return { answer: notFound() };
     // A preflight is answered here and goes no further: OPTIONS never spends a code or a token.
     if (request.method === "OPTIONS" && endpoint.cors && cors !== null) {
-      return preflight(request.header("origin"), Object.keys(endpoint.methods), cors);
+      return { answer: preflight(request.headers.get("origin"), Object.keys(endpoint.methods), cors) };
     }
     const method = request.method === "HEAD" ? "GET" : request.method;
     // An own-property look-up: a method named "constructor" or "toString" must not reach Object.prototype.
     const handler = Object.hasOwn(endpoint.methods, method) ? endpoint.methods[method as "GET" | "POST"] : undefined;
     if (handler === undefined) {
       const allow = Object.keys(endpoint.methods).join(", ");
-      return render(new OAuthError("invalid_request", {
+      const error = new OAuthError("invalid_request", {
         description: `Method ${printable(request.method)} is not allowed here`,
         status: 405,
         headers: { allow },
-      }), endpoint, request, context);
+      });
+      return { answer: render(error, endpoint, incoming, context) };
     }
     try {
-      const response = await handler(request, context);
-      return { ...response, ...(request.method === "HEAD" ? { body: null } : {}), cors: endpoint.cors };
+      const answer = await handler(incoming, context);
+      if (answer instanceof Response || request.method !== "HEAD") return { answer, endpoint };
+      return { answer: { ...answer, body: null }, endpoint };
     } catch (error) {
-      return { ...render(error, endpoint, request, context), cors: endpoint.cors };
+      return { answer: render(error, endpoint, incoming, context), endpoint };
     }
   }
 }
@@ -101,7 +121,7 @@ function specEndpoint(target: string): Endpoint | undefined {
   return action === null ? undefined : SPEC_ACTIONS[action];
 }
 
-function notFound(): HttpResponse {
+function notFound(): ResponseParts {
   return { status: 404, headers: [], body: null };
 }
 
@@ -111,19 +131,19 @@ const RESOURCE: Endpoint = { name: "resource", methods: {}, page: false, cors: f
  * Renders a failure of the resource guard (RFC 6750 §3 for an `OAuthError`, else a generic `server_error`),
  * reporting it to `onError` exactly as the endpoints' failures are.
  */
-export function resourceErrorResponse(error: unknown, request: HttpRequest, context: ServerContext): HttpResponse {
-  return render(error, RESOURCE, request, context);
+export function resourceErrorResponse(error: unknown, incoming: Incoming, context: ServerContext): ResponseParts {
+  return render(error, RESOURCE, incoming, context);
 }
 
 /** Renders any error thrown by an endpoint: a redirect, an HTML page or RFC 6749 §5.2 JSON. */
-function render(error: unknown, endpoint: Endpoint, request: HttpRequest, context: ServerContext): HttpResponse {
-  const where = { endpoint: endpoint.name, method: request.method, path: pathOf(request.target) };
+function render(error: unknown, endpoint: Endpoint, incoming: Incoming, context: ServerContext): ResponseParts {
+  const where = { endpoint: endpoint.name, method: incoming.request.method, path: pathOf(incoming.target) };
   let oauth: OAuthError;
   if (error instanceof OAuthError) {
     oauth = error;
-    if (oauth.cause !== undefined || oauth.status >= 500) report(context, oauth, where);
+    if (oauth.cause !== undefined || oauth.status >= 500) report(context.onError, oauth, where);
   } else {
-    report(context, error, where);
+    report(context.onError, error, where);
     // Never the exception's message or stack: they may hold internals or secrets.
     oauth = new OAuthError("server_error", { description: "The server could not complete the request" });
   }
@@ -133,7 +153,7 @@ function render(error: unknown, endpoint: Endpoint, request: HttpRequest, contex
       error_description: oauth.description,
       state: oauth.redirect.state,
     }, context.issuer);
-    return redirectResponse(location, request.method === "POST" ? 303 : 302);
+    return redirectResponse(location, incoming.request.method === "POST" ? 303 : 302);
   }
   if (endpoint.page) {
     const page = errorPage(oauth.status, PAGE_TITLES[oauth.code] ?? "Request refused", oauth.description ?? oauth.code);
@@ -144,19 +164,12 @@ function render(error: unknown, endpoint: Endpoint, request: HttpRequest, contex
 }
 
 /** RFC 6749 §5.2 JSON for an `OAuthError`, with its status and headers. */
-export function errorResponse(error: OAuthError): HttpResponse {
+export function errorResponse(error: OAuthError): ResponseParts {
   const body: Record<string, string> = { error: error.code };
   if (error.description !== undefined) body.error_description = error.description;
   return jsonResponse(error.status, body, error.headers);
 }
 
-function report(context: ServerContext, error: unknown, where: { endpoint: string; method: string; path: string }): void {
-  try {
-    context.onError(error, where);
-  } catch {
-    // A failing error hook must not turn a clean error response into a crash.
-  }
-}
 
 const PAGE_TITLES: Partial<Record<string, string>> = {
   invalid_request: "This sign-in link is not valid",

@@ -7,7 +7,7 @@ import { type AccessTokenInfo, verifyBearer } from "./bearer.ts";
 import { clientRegistry, type ClientRegistry } from "./clients.ts";
 import { hmacKey } from "./crypto.ts";
 import { metadataDocument } from "./endpoints/metadata.ts";
-import { fromRequest, type HttpRequest, type HttpResponse, toResponse } from "./http.ts";
+import { remoteAddressOf, respond, targetOf } from "./http.ts";
 import { type AuthorizationServerOptions, resolveOptions, type ServerContext } from "./options.ts";
 import { createRouter, resourceErrorResponse } from "./router.ts";
 import type { Storage } from "./storage/types.ts";
@@ -22,8 +22,6 @@ export interface AuthorizationServer {
    * address is read from it for throttling.
    */
   readonly fetch: (request: Request, info?: unknown) => Promise<Response>;
-  /** The same handler on the core's request shape, for adapters that avoid WHATWG objects (see `lib/http.ts`). */
-  readonly handle: (request: HttpRequest) => Promise<HttpResponse>;
   /** Registers, reads, pauses and resumes clients. */
   readonly clients: ClientRegistry;
   /** The store in use. */
@@ -42,27 +40,9 @@ export interface AuthorizationServer {
   protect(
     requiredScope: string | undefined,
     handler: (request: Request, token: AccessTokenInfo) => Response | Promise<Response>,
-  ): (request: Request) => Promise<Response>;
-  /** {@link AuthorizationServer.protect} on the core's request shape, for apps served through `handle`. */
-  protectHandle(
-    requiredScope: string | undefined,
-    handler: (request: HttpRequest, token: AccessTokenInfo) => HttpResponse | Promise<HttpResponse>,
-  ): (request: HttpRequest) => Promise<HttpResponse>;
+  ): (request: Request, info?: unknown) => Promise<Response>;
   /** The RFC 8414 metadata document. */
   metadata(): Record<string, unknown>;
-}
-
-/** The client's address from the handler info Deno passes or the server object Bun passes, read structurally. */
-function remoteAddress(request: Request, info: unknown): string | undefined {
-  if (typeof info !== "object" || info === null) return undefined;
-  const remoteAddr = (info as { remoteAddr?: { hostname?: unknown } }).remoteAddr;
-  if (typeof remoteAddr?.hostname === "string") return remoteAddr.hostname;
-  const requestIP = (info as { requestIP?: unknown }).requestIP;
-  if (typeof requestIP === "function") {
-    const address = (requestIP.call(info, request) as { address?: unknown } | null)?.address;
-    if (typeof address === "string") return address;
-  }
-  return undefined;
 }
 
 /**
@@ -84,37 +64,27 @@ export function createAuthorizationServer(options: AuthorizationServerOptions): 
   const resolved = resolveOptions(options);
   let key: Promise<CryptoKey> | undefined;
   const context: ServerContext = { ...resolved, csrfKey: () => (key ??= hmacKey(resolved.secret)) };
-  const handle = createRouter(context);
+  const route = createRouter(context);
   const verifyAuthorization = (authorization: string | null, requiredScope?: string) =>
     verifyBearer(authorization, requiredScope, context);
-  const protectHandle: AuthorizationServer["protectHandle"] = (requiredScope, handler) => async (request) => {
-    let token: AccessTokenInfo;
-    try {
-      token = await verifyAuthorization(request.header("authorization"), requiredScope);
-    } catch (error) {
-      return resourceErrorResponse(error, request, context);
-    }
-    return handler(request, token);
-  };
 
   return {
     issuer: context.issuer,
-    handle,
-    fetch: async (request, info) => toResponse(await handle(fromRequest(request, remoteAddress(request, info)))),
+    fetch: (request, info) => route(request, remoteAddressOf(request, info)),
     clients: clientRegistry(context),
     storage: context.storage,
     verifyAuthorization,
     verifyAccessToken: (request, requiredScope) => verifyAuthorization(request.headers.get("authorization"), requiredScope),
-    protect(requiredScope, handler) {
-      const guarded = protectHandle(requiredScope, async (request, token) => ({
-        status: 0,
-        headers: [],
-        body: null,
-        passthrough: await handler(request.toRequest(), token),
-      }));
-      return async (request) => toResponse(await guarded(fromRequest(request)));
+    protect: (requiredScope, handler) => async (request, info) => {
+      let token: AccessTokenInfo;
+      try {
+        token = await verifyAuthorization(request.headers.get("authorization"), requiredScope);
+      } catch (error) {
+        const incoming = { request, target: targetOf(request.url), remoteAddress: remoteAddressOf(request, info) };
+        return respond(request, resourceErrorResponse(error, incoming, context));
+      }
+      return handler(request, token);
     },
-    protectHandle,
     metadata: () => metadataDocument(context),
   };
 }

@@ -1,8 +1,11 @@
 /**
- * What the Deno and Bun adapters share: the app they serve, the base URL they report, and the generic 500.
+ * What the adapters share: the app they serve, the base URL they report, the generic 500 and the error log.
  *
  * @module
  */
+import { pathOf, targetOf } from "../http.ts";
+
+export { report } from "../errors.ts";
 
 /** What the Deno and Bun adapters serve: anything with a fetch handler, such as the authorization server. */
 export interface FetchApp {
@@ -27,16 +30,9 @@ export function serverError(): Response {
   });
 }
 
-/** Calls the error hook; a hook that throws must not replace the 500. */
-export function report(onError: (error: unknown) => void, error: unknown): void {
-  try {
-    onError(error);
-  } catch {
-    // Nothing left to tell.
-  }
-}
-
-/** The default error hook. */
-export function logError(error: unknown): void {
-  console.error("Unhandled error while serving a request:", error);
+/** The adapters' default error hook. */
+export function logError(error: unknown, request?: Request): void {
+  // The path only: a query may carry a token (RFC 6750 §2.3) or a code.
+  const what = request === undefined ? "a request" : `${request.method} ${pathOf(targetOf(request.url))}`;
+  console.error(`Unhandled error while serving ${what}:`, error);
 }

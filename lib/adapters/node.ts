@@ -1,28 +1,26 @@
 /**
  * Node adapter: serves the authorization server from `node:http`, or mounts it in Express or Connect.
  *
- * On Node, building a WHATWG `Request` costs about 20 µs and a `Response` about 13 µs, so when the app has
- * `handle` the adapter feeds it an {@link HttpRequest} read straight from the `IncomingMessage` and writes
- * the {@link HttpResponse} with one `writeHead` and one `end`. A `Request` is built only if a hook asks.
+ * On Node, building a WHATWG `Request` and `Response` and reading them back costs more than a token request's
+ * OAuth work, so the app gets a `Request` that is built for real only if something reads past the method, URL,
+ * headers and body (`node_request.ts`), and the authorization server answers it with a `Response` whose parts
+ * are written with one `writeHead` and one `end`. Any other `Response` is streamed.
  *
  * @module
  */
 import type { ServerResponse } from "node:http";
 import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
-import type { HttpRequest, HttpResponse } from "../http.ts";
-import { pathOf } from "../http.ts";
-import { type NodeIncomingMessage, NodeHttpRequest } from "./node_request.ts";
-import { type NodeServerResponse, type WriteMode, writeFetchResponse, writeHttpResponse, writeServerError } from
+import { partsOf, pathOf } from "../http.ts";
+import { baseUrl, type FetchApp, logError, report } from "./fetch.ts";
+import { type NodeIncomingMessage, nodeRequest } from "./node_request.ts";
+import { type NodeServerResponse, type WriteMode, writeFetchResponse, writeParts, writeServerError } from
   "./node_response.ts";
 
 export type { NodeIncomingMessage } from "./node_request.ts";
 export type { NodeServerResponse } from "./node_response.ts";
 
-/** What the adapter serves: the core's fast `handle` (preferred when present) or a plain `fetch` handler. */
-export type NodeApp =
-  | { handle(request: HttpRequest): Promise<HttpResponse> }
-  | { fetch(request: Request): Promise<Response> };
+export type { FetchApp } from "./fetch.ts";
 
 /** A `node:http` request listener that is also Express/Connect middleware. */
 export type NodeListener = (
@@ -40,8 +38,8 @@ export interface NodeListenerOptions {
    */
   maxBodyBytes?: number;
   /**
-   * The public origin, e.g. `https://auth.example.com`, for the URL of `toRequest()`. Without it the URL is
-   * built from the `Host` header, which the client chooses: set it in production if hooks read `request.url`.
+   * The public origin, e.g. `https://auth.example.com`, for `request.url`. Without it the URL is built from
+   * the `Host` header, which the client chooses: set it in production if hooks read `request.url`.
    */
   origin?: string;
   /**
@@ -52,24 +50,23 @@ export interface NodeListenerOptions {
   /**
    * Middleware mode only: the paths the server answers. Other requests go to `next()` untouched, without
    * calling the app. Without it, the app is asked first, and a 404 with no body (how the core answers a path
-   * it does not serve) goes to `next()` instead of the client, unless the app read the request body or the
-   * response is a hook's own `Response`.
+   * it does not serve) goes to `next()` instead of the client, unless the app read the request body.
    */
   owns?: (path: string) => boolean;
   /**
    * Called with what the app threw (the client only gets a generic 500) and with stream failures after the
    * status line went out. Defaults to `console.error`.
    */
-  onError?: (error: unknown, request: HttpRequest) => void;
+  onError?: (error: unknown, request: Request) => void;
 }
 
 interface Context {
-  readonly app: NodeApp;
+  readonly app: FetchApp;
   readonly maxBodyBytes: number;
   readonly origin: string | undefined;
   readonly clientAddress: ((req: NodeIncomingMessage) => string | undefined) | undefined;
   readonly owns: ((path: string) => boolean) | undefined;
-  readonly onError: (error: unknown, request: HttpRequest) => void;
+  readonly onError: (error: unknown, request: Request) => void;
 }
 
 /**
@@ -91,7 +88,7 @@ interface Context {
  * app.use(toNodeListener(server, { owns: (path) => path.startsWith("/oauth2/") }));
  * ```
  */
-export function toNodeListener(app: NodeApp, options: NodeListenerOptions = {}): NodeListener {
+export function toNodeListener(app: FetchApp, options: NodeListenerOptions = {}): NodeListener {
   const ctx: Context = {
     app,
     maxBodyBytes: options.maxBodyBytes ?? 1024 * 1024,
@@ -110,50 +107,30 @@ async function respond(
   next: ((error?: unknown) => void) | undefined,
 ): Promise<void> {
   const middleware = typeof next === "function";
-  const request = new NodeHttpRequest(req, ctx.maxBodyBytes, ctx.origin);
+  const request = nodeRequest(req, ctx.maxBodyBytes, ctx.origin);
   const mode: WriteMode = { head: request.method === "HEAD", close: false, merge: middleware };
+  const onStreamError = (error: unknown): void => report(ctx.onError, error, request);
   try {
     // Inside the try: user callbacks (owns, clientAddress, a next middleware) must not become a rejection.
     if (middleware && ctx.owns !== undefined && !ctx.owns(pathOf(request.target))) return next();
-    request.remoteAddress = ctx.clientAddress === undefined ? req.socket.remoteAddress : ctx.clientAddress(req);
-    const app = ctx.app;
-    if ("handle" in app) {
-      const response = await app.handle(request);
-      if (middleware && unrouted(ctx, request, response.status, response.body) && !response.passthrough) {
-        return next();
-      }
-      mode.close = request.refused;
-      if (response.passthrough === undefined) writeHttpResponse(res, response, mode);
-      else await writeFetchResponse(res, response.passthrough, mode, (e) => report(ctx, e, request));
-    } else {
-      const response = await app.fetch(request.toRequest());
-      if (middleware && unrouted(ctx, request, response.status, response.body)) return next();
-      mode.close = request.refused;
-      await writeFetchResponse(res, response, mode, (e) => report(ctx, e, request));
+    const hostname = ctx.clientAddress === undefined ? req.socket.remoteAddress : ctx.clientAddress(req);
+    // Shaped as Deno's handler info, which the authorization server reads the client's address from.
+    const response = await ctx.app.fetch(request, { remoteAddr: { hostname } });
+    const parts = partsOf(response);
+    const body = parts === undefined ? response.body : parts.body;
+    // "Not my path", which `next()` may take over as long as the body is unread.
+    if (middleware && ctx.owns === undefined && response.status === 404 && body === null && !request.bodyTouched) {
+      return next();
     }
+    // A refused body is not drained: the connection closes after the answer.
+    mode.close = request.refused || response.status === 413;
+    if (parts !== undefined) writeParts(res, parts, mode);
+    else await writeFetchResponse(res, response, mode, onStreamError);
   } catch (error) {
-    report(ctx, error, request);
+    onStreamError(error);
     mode.close = request.refused;
     writeServerError(res, mode);
   }
-}
-
-/** A "not my path" answer in middleware mode, which `next()` may take over since the body is still unread. */
-function unrouted(ctx: Context, request: NodeHttpRequest, status: number, body: unknown): boolean {
-  return status === 404 && body === null && ctx.owns === undefined && !request.bodyTouched;
-}
-
-function report(ctx: Context, error: unknown, request: HttpRequest): void {
-  try {
-    ctx.onError(error, request);
-  } catch {
-    // A failing error hook must not turn into an unhandled rejection.
-  }
-}
-
-function logError(error: unknown, request: HttpRequest): void {
-  // The path only: a query may carry a token (RFC 6750 §2.3) or a code.
-  console.error(`Unhandled error while serving ${request.method} ${pathOf(request.target)}:`, error);
 }
 
 /** Options of {@link serveNode}: where to listen, the server's timeouts, and those of the listener. */
@@ -206,7 +183,7 @@ export interface NodeServer {
  * process.once("SIGTERM", () => void close());
  * ```
  */
-export async function serveNode(app: NodeApp, options: ServeNodeOptions): Promise<NodeServer> {
+export async function serveNode(app: FetchApp, options: ServeNodeOptions): Promise<NodeServer> {
   const {
     port,
     hostname = "127.0.0.1",
@@ -267,9 +244,7 @@ export async function serveNode(app: NodeApp, options: ServeNodeOptions): Promis
     else signal.addEventListener("abort", () => void close(), { once: true });
   }
   const bound = (server.address() as AddressInfo).port;
-  const shown = hostname === "0.0.0.0" || hostname === "::" ? "localhost" : hostname;
-  const url = `http://${shown.includes(":") ? `[${shown}]` : shown}:${bound}`;
-  return { server, port: bound, hostname, url, close };
+  return { server, port: bound, hostname, url: baseUrl(hostname, bound), close };
 }
 
 /** Whether a response is over: sent in full, or cut off with its connection. */

@@ -1,12 +1,12 @@
 /**
- * The request half of the Node adapter: an {@link HttpRequest} read straight from a Node `IncomingMessage`,
- * with no WHATWG object unless a hook asks for one.
+ * The request half of the Node adapter: a WHATWG `Request` over a Node `IncomingMessage` that builds the real
+ * one only when something reads past what the core reads (method, URL, headers, body text), as
+ * @hono/node-server does. `instanceof Request` holds, and every other member works, at the price of the real
+ * object. It also marks itself as accepting a lazy `Response` (see `lib/http.ts`).
  *
  * @module
  */
-import { OAuthError } from "../errors.ts";
-import type { HttpRequest } from "../http.ts";
-
+import { LAZY, MATERIALIZE, standIn, tooLarge } from "../http.ts";
 /**
  * The part of Node's `http.IncomingMessage` the adapter uses. Structural, so the core needs no `@types/node`;
  * a real `IncomingMessage` (or an Express `req`) fits it.
@@ -27,31 +27,45 @@ export interface NodeIncomingMessage {
   on(event: string, listener: (...args: never[]) => void): unknown;
   removeListener(event: string, listener: (...args: never[]) => void): unknown;
   pause(): unknown;
+  resume?(): unknown;
 }
-
-const TOO_LARGE = (): OAuthError =>
-  new OAuthError("invalid_request", { description: "Request body is too large", status: 413 });
 
 const EMPTY: Promise<Uint8Array> = Promise.resolve(new Uint8Array(0));
 const decoder = new TextDecoder();
 
-/**
- * An {@link HttpRequest} over a Node request. The body is read at most once, by whichever of `text()` or
- * the `Request` from `toRequest()` asks first, and kept, so the other still sees it.
- */
-export class NodeHttpRequest implements HttpRequest {
-  readonly method: string;
+/** What the adapter reads of its own requests besides the `Request` members. */
+export interface NodeRequestState {
+  /** The request target as Node received it, e.g. `/token?x=1`. */
   readonly target: string;
-  /** Set by the adapter right after construction, from the socket or its `clientAddress` option. */
-  remoteAddress: string | undefined = undefined;
+  /** The body was refused as too large: the connection must close rather than drain the rest of it. */
+  readonly refused: boolean;
+  /** Whether anything started reading the body (it is then gone for a next middleware). */
+  readonly bodyTouched: boolean;
+}
+
+/** A `Request` over a Node request, built for real only when something reads past what the core reads. */
+export function nodeRequest(req: NodeIncomingMessage, maxBodyBytes: number, origin?: string): Request & NodeRequestState {
+  return new NodeRequest(req, maxBodyBytes, origin) as unknown as Request & NodeRequestState;
+}
+
+/**
+ * {@link nodeRequest}'s class. The body is read at most once, by whichever of `text()`, `arrayBuffer()` or
+ * the real `Request`'s stream asks first, and kept, so the others still see it.
+ */
+class NodeRequest {
+  readonly method: string;
+  /** The request target as Node received it, e.g. `/token?x=1`. */
+  readonly target: string;
   /** The body was refused as too large: the connection must close rather than drain the rest of it. */
   refused: boolean = false;
   readonly #req: NodeIncomingMessage;
   readonly #maxBodyBytes: number;
   readonly #origin: string | undefined;
+  #url: string | undefined;
+  #headers: NodeHeaders | undefined;
   #body: Promise<Uint8Array> | undefined;
   #bytes: Uint8Array | undefined;
-  #request: Request | undefined;
+  #real: Request | undefined;
 
   constructor(req: NodeIncomingMessage, maxBodyBytes: number, origin?: string) {
     this.method = req.method ?? "GET";
@@ -66,11 +80,99 @@ export class NodeHttpRequest implements HttpRequest {
     return this.#body !== undefined;
   }
 
-  header(name: string): string | null {
-    // Every repeat, joined, so that `Authorization` sent twice reads "a, b" as it does through fetch, instead
-    // of Node's silent first-wins for that header. Read from rawHeaders: scanning a handful of pairs costs less
-    // than the `headersDistinct` object Node would build for it.
-    const raw = this.#req.rawHeaders;
+  /** An absolute URL: the configured origin, else the Host header, which a client controls. */
+  get url(): string {
+    if (this.#url !== undefined) return this.#url;
+    let origin = this.#origin;
+    if (origin === undefined) {
+      const host = this.#req.headers.host;
+      const scheme = this.#req.socket.encrypted ? "https://" : "http://";
+      origin = scheme + (typeof host === "string" && host !== "" && !/[/?#@\\\s]/.test(host) ? host : "localhost");
+    }
+    const path = this.target.startsWith("/") ? this.target : "/";
+    return (this.#url = origin + path);
+  }
+
+  get headers(): Headers {
+    return (this.#headers ??= new NodeHeaders(this.#req.rawHeaders)) as unknown as Headers;
+  }
+
+  get body(): ReadableStream<Uint8Array> | null {
+    if (this.#real === undefined && (this.method === "GET" || this.method === "HEAD" || !hasBody(this.#req))) return null;
+    return this[MATERIALIZE]().body;
+  }
+
+  get bodyUsed(): boolean {
+    return this.#body !== undefined || (this.#real?.bodyUsed ?? false);
+  }
+
+  text(): Promise<string> {
+    if (this.#real !== undefined) return this.#real.text();
+    return this.#read().then((bytes) => decoder.decode(bytes));
+  }
+
+  bytes(): Promise<Uint8Array<ArrayBuffer>> {
+    if (this.#real !== undefined) return this.#real.bytes();
+    return this.#read() as Promise<Uint8Array<ArrayBuffer>>;
+  }
+
+  arrayBuffer(): Promise<ArrayBuffer> {
+    if (this.#real !== undefined) return this.#real.arrayBuffer();
+    return this.#read().then((bytes) => bytes.slice().buffer);
+  }
+
+  [MATERIALIZE](): Request {
+    if (this.#real !== undefined) return this.#real;
+    const headers = (this.#headers ??= new NodeHeaders(this.#req.rawHeaders))[MATERIALIZE]();
+    const init: RequestInit & { duplex?: "half" } = { method: this.method, headers };
+    if (this.method !== "GET" && this.method !== "HEAD" && hasBody(this.#req)) {
+      if (this.#bytes !== undefined) {
+        init.body = this.#bytes as Uint8Array<ArrayBuffer>;
+      } else if (this.#body !== undefined) {
+        // A read is under way: its result, as one chunk.
+        const body = this.#body;
+        init.body = new ReadableStream<Uint8Array>({
+          pull: (controller) =>
+            body.then((bytes) => {
+              if (bytes.byteLength > 0) controller.enqueue(bytes);
+              controller.close();
+            }),
+        }, { highWaterMark: 0 });
+        init.duplex = "half";
+      } else {
+        // Chunk by chunk as they arrive, so a reader with a smaller limit can stop early (and cancel).
+        this.#body = EMPTY; // touched: a next middleware can no longer have it
+        init.body = streamBody(this, this.#req, this.#maxBodyBytes);
+        init.duplex = "half";
+      }
+    }
+    const url = URL.canParse(this.url) ? this.url : "http://localhost/";
+    return (this.#real = new Request(url, init));
+  }
+
+  #read(): Promise<Uint8Array> {
+    if (this.#body === undefined) {
+      this.#body = readBody(this, this.#req, this.#maxBodyBytes).then((bytes) => (this.#bytes = bytes));
+    }
+    return this.#body;
+  }
+}
+Object.defineProperty(NodeRequest.prototype, LAZY, { value: true });
+standIn(NodeRequest.prototype, Request.prototype);
+
+/** `Headers` over Node's raw header list; `get` and `has` read it directly, the rest builds real `Headers`. */
+class NodeHeaders {
+  readonly #raw: readonly string[];
+  #real: Headers | undefined;
+
+  constructor(raw: readonly string[]) {
+    this.#raw = raw;
+  }
+
+  get(name: string): string | null {
+    // Every repeat, joined, as `Headers` does (so `Authorization` sent twice reads "a, b", not Node's silent
+    // first-wins). A scan of a handful of pairs costs less than the objects Node would build for it.
+    const raw = this.#raw;
     const wanted = name.toLowerCase();
     let value: string | null = null;
     for (let i = 0; i + 1 < raw.length; i += 2) {
@@ -82,56 +184,18 @@ export class NodeHttpRequest implements HttpRequest {
     return value;
   }
 
-  text(limit: number): Promise<string> {
-    return this.#read(Math.min(limit, this.#maxBodyBytes)).then((bytes) => {
-      if (bytes.byteLength > limit) throw TOO_LARGE();
-      return decoder.decode(bytes);
-    });
+  has(name: string): boolean {
+    return this.get(name) !== null;
   }
 
-  toRequest(): Request {
-    if (this.#request !== undefined) return this.#request;
-    const raw = this.#req.rawHeaders;
+  [MATERIALIZE](): Headers {
+    if (this.#real !== undefined) return this.#real;
     const headers = new Headers();
-    for (let i = 0; i + 1 < raw.length; i += 2) headers.append(raw[i]!, raw[i + 1]!);
-    const init: RequestInit & { duplex?: "half" } = { method: this.method, headers };
-    if (this.method !== "GET" && this.method !== "HEAD" && hasBody(this.#req)) {
-      if (this.#bytes !== undefined) {
-        init.body = this.#bytes as Uint8Array<ArrayBuffer>;
-      } else {
-        // Pulled only when someone reads it (highWaterMark 0), and through the same cached read as text().
-        init.body = new ReadableStream<Uint8Array>({
-          pull: (controller) =>
-            this.#read(this.#maxBodyBytes).then((bytes) => {
-              if (bytes.byteLength > 0) controller.enqueue(bytes);
-              controller.close();
-            }),
-        }, { highWaterMark: 0 });
-        init.duplex = "half";
-      }
-    }
-    return (this.#request = new Request(this.#url(), init));
-  }
-
-  #read(limit: number): Promise<Uint8Array> {
-    if (this.#body === undefined) {
-      this.#body = readBody(this, this.#req, limit).then((bytes) => (this.#bytes = bytes));
-    }
-    return this.#body;
-  }
-
-  /** An absolute URL: the configured origin, else the Host header, which a client controls. */
-  #url(): string {
-    let origin = this.#origin;
-    if (origin === undefined) {
-      const host = this.#req.headers.host;
-      const scheme = this.#req.socket.encrypted ? "https://" : "http://";
-      origin = scheme + (typeof host === "string" && host !== "" ? host : "localhost");
-    }
-    const path = this.target.startsWith("/") ? this.target : "/";
-    return URL.canParse(origin + path) ? origin + path : "http://localhost/";
+    for (let i = 0; i + 1 < this.#raw.length; i += 2) headers.append(this.#raw[i]!, this.#raw[i + 1]!);
+    return (this.#real = headers);
   }
 }
+standIn(NodeHeaders.prototype, Headers.prototype);
 
 function hasBody(req: NodeIncomingMessage): boolean {
   const length = req.headers["content-length"];
@@ -139,11 +203,11 @@ function hasBody(req: NodeIncomingMessage): boolean {
 }
 
 /** Reads the whole body, failing with 413 as soon as it passes `limit` bytes, declared or sent. */
-function readBody(self: NodeHttpRequest, req: NodeIncomingMessage, limit: number): Promise<Uint8Array> {
+function readBody(self: NodeRequest, req: NodeIncomingMessage, limit: number): Promise<Uint8Array> {
   const declared = req.headers["content-length"];
   if (declared !== undefined && !(Number(declared) <= limit)) {
     self.refused = true;
-    return Promise.reject(TOO_LARGE());
+    return Promise.reject(tooLarge());
   }
   if (!hasBody(req)) return EMPTY;
   if (req.readableEnded) {
@@ -165,7 +229,7 @@ function readBody(self: NodeHttpRequest, req: NodeIncomingMessage, limit: number
         stop();
         req.pause(); // let TCP push back; the 413 goes out with `Connection: close`
         self.refused = true;
-        reject(TOO_LARGE());
+        reject(tooLarge());
         return;
       }
       chunks.push(chunk);
@@ -184,6 +248,58 @@ function readBody(self: NodeHttpRequest, req: NodeIncomingMessage, limit: number
     req.on("error", onFail);
     req.on("close", onFail);
   });
+}
+
+/** The body as a stream of Node's chunks, failing with 413 past `limit`; cancelling stops reading. */
+function streamBody(self: NodeRequest, req: NodeIncomingMessage, limit: number): ReadableStream<Uint8Array> {
+  let stop = (): void => {};
+  return new ReadableStream<Uint8Array>({
+    start(controller) {
+      if (req.readableEnded || req.destroyed) {
+        controller.error(new Error("Cannot read the request body: it is no longer available"));
+        return;
+      }
+      let size = 0;
+      const onData = (chunk: Uint8Array): void => {
+        size += chunk.byteLength;
+        if (size > limit) {
+          stop();
+          self.refused = true;
+          controller.error(tooLarge());
+          return;
+        }
+        controller.enqueue(chunk);
+        if ((controller.desiredSize ?? 0) <= 0) req.pause();
+      };
+      const onEnd = (): void => {
+        stop();
+        controller.close();
+      };
+      const onFail = (error?: Error): void => {
+        stop();
+        controller.error(error ?? new Error("Cannot read the request body: the client went away"));
+      };
+      stop = () => {
+        req.removeListener("data", onData);
+        req.removeListener("end", onEnd);
+        req.removeListener("error", onFail);
+        req.removeListener("close", onFail);
+        req.pause();
+      };
+      req.on("data", onData);
+      req.on("end", onEnd);
+      req.on("error", onFail);
+      req.on("close", onFail);
+    },
+    pull() {
+      req.resume?.();
+    },
+    cancel() {
+      // The rest stays unread: the connection must close rather than drain it.
+      stop();
+      self.refused = true;
+    },
+  }, { highWaterMark: 1 });
 }
 
 function concat(chunks: Uint8Array[], size: number): Uint8Array {

@@ -1,11 +1,11 @@
 /**
- * The response half of the Node adapter: writes an {@link HttpResponse} or a WHATWG `Response` to a Node
+ * The response half of the Node adapter: writes the core's {@link ResponseParts} or a WHATWG `Response` to a Node
  * `ServerResponse`, streaming with backpressure and stopping cleanly when the client goes away.
  *
  * @module
  */
 import { Buffer } from "node:buffer";
-import type { HttpResponse } from "../http.ts";
+import type { ResponseParts } from "../http.ts";
 
 /** The part of Node's `http.ServerResponse` the adapter uses (structural, so no `@types/node` is needed). */
 export interface NodeServerResponse {
@@ -36,8 +36,8 @@ export interface WriteMode {
 /** The body of the generic 500: nothing about the failure reaches the client. */
 const SERVER_ERROR = '{"error":"server_error"}';
 
-/** Writes the core's own response shape: one `writeHead`, one `end`. */
-export function writeHttpResponse(res: NodeServerResponse, response: HttpResponse, mode: WriteMode): void {
+/** Writes the parts of a lazy response: one `writeHead`, one `end`. */
+export function writeParts(res: NodeServerResponse, response: ResponseParts, mode: WriteMode): void {
   const { status, body } = response;
   const flat: string[] = [];
   let sized = false;

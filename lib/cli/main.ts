@@ -4,7 +4,6 @@
  *
  * @module
  */
-import type { HttpRequest, HttpResponse } from "../http.ts";
 import { createReferenceApp, type ReferenceApp } from "../reference/app.ts";
 import { configWarnings } from "../reference/config.ts";
 import { hashPassword } from "../reference/passwords.ts";
@@ -12,6 +11,7 @@ import { defaultStoreUrl, openStore, type StoreDrivers } from "../reference/stor
 import type { AuditEvent } from "../audit.ts";
 import { banner, help, loadConfig, parseCommandLine, serveArgs, UsageError, VERSION } from "./args.ts";
 import { ADMIN_RUNNERS } from "./clients.ts";
+import type { FetchApp } from "../adapters/fetch.ts";
 
 /** What an entry point supplies from its runtime. */
 export interface CliRuntime {
@@ -21,9 +21,9 @@ export interface CliRuntime {
   env(name: string): string | undefined;
   /** All of standard input (hash-password reads the password there, never from the command line). */
   readStdin(): Promise<string>;
-  /** Serves `handle` on the core's request shape; resolves once listening. */
+  /** Serves a fetch handler with the runtime's adapter; resolves once listening. */
   serve(
-    handle: (request: HttpRequest) => Promise<HttpResponse>,
+    app: FetchApp,
     options: { port: number; hostname: string; onError: (error: unknown) => void },
   ): Promise<{ url: string; close(): Promise<void> }>;
   onSignal(signal: "SIGINT" | "SIGTERM", listener: () => void): void;
@@ -138,7 +138,7 @@ async function serve(flags: Flags, _: string | undefined, runtime: CliRuntime): 
   // The issuer needs the port, which "--port 0" only knows after listening; requests wait for the app.
   let ready!: (app: ReferenceApp) => void;
   const app = new Promise<ReferenceApp>((resolve) => (ready = resolve));
-  const running = await runtime.serve(async (request) => (await app).handle(request), {
+  const running = await runtime.serve({ fetch: async (request, info) => (await app).fetch(request, info) }, {
     port: args.port,
     hostname: args.host,
     onError: (error) => console.error("internal error:", error),

@@ -21,7 +21,7 @@ await main({
     for await (const chunk of process.stdin) text += String(chunk);
     return text;
   },
-  serve: (handle, options) => serveNode({ handle }, options),
+  serve: serveNode,
   onSignal: (signal, listener) => process.once(signal, listener),
   drivers: nodeDrivers,
   exit: (code) => process.exit(code),

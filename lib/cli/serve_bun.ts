@@ -7,16 +7,11 @@
 import { appendFile } from "node:fs/promises";
 import process from "node:process";
 import { serveBun } from "../adapters/bun.ts";
-import { fromRequest, toResponse } from "../http.ts";
 import { bunDrivers } from "./drivers.ts";
 import { main } from "./main.ts";
 
 /** The slice of the `Bun` namespace used here, typed structurally so `tsc` needs no Bun types. */
 const bun = (globalThis as unknown as { Bun: { file(path: string): { text(): Promise<string> } } }).Bun;
-
-/** The client's address from Bun's server object, for the throttle of failed client authentications. */
-const clientAddress = (request: Request, server: unknown): string | undefined =>
-  (server as { requestIP?: (request: Request) => { address?: string } | null } | undefined)?.requestIP?.(request)?.address;
 
 await main({
   args: process.argv.slice(2),
@@ -27,10 +22,7 @@ await main({
     for await (const chunk of process.stdin) text += String(chunk);
     return text;
   },
-  serve: (handle, options) =>
-    serveBun({
-      fetch: (request, server) => handle(fromRequest(request, clientAddress(request, server))).then(toResponse),
-    }, options),
+  serve: serveBun,
   onSignal: (signal, listener) => process.once(signal, listener),
   drivers: bunDrivers,
   exit: (code) => process.exit(code),

@@ -7,7 +7,6 @@
  * @module
  */
 import { serveDeno } from "../adapters/deno.ts";
-import { fromRequest, toResponse } from "../http.ts";
 import { nodeDrivers } from "./drivers.ts";
 import { main } from "./main.ts";
 
@@ -24,20 +23,13 @@ const deno = (globalThis as unknown as {
   };
 }).Deno;
 
-/** The client's address from `Deno.serve`'s handler info, for the throttle of failed client authentications. */
-const clientAddress = (info: unknown): string | undefined =>
-  (info as { remoteAddr?: { hostname?: string } } | undefined)?.remoteAddr?.hostname;
-
 await main({
   // `deno task start -- --port 0` passes the "--" through; npm and Bun drop it.
   args: deno.args[0] === "--" ? deno.args.slice(1) : deno.args,
   readText: (path) => deno.readTextFile(path),
   env: (name) => deno.env.get(name),
   readStdin: () => new Response(deno.stdin.readable).text(),
-  serve: (handle, options) =>
-    serveDeno({
-      fetch: (request, info) => handle(fromRequest(request, clientAddress(info))).then(toResponse),
-    }, options),
+  serve: serveDeno,
   onSignal: (signal, listener) => deno.addSignalListener(signal, listener),
   drivers: nodeDrivers,
   exit: (code) => deno.exit(code),

@@ -6,7 +6,7 @@
 import { audit, clientAddressOf } from "../audit.ts";
 import { sha256, timingSafeEqual } from "../crypto.ts";
 import { OAuthError } from "../errors.ts";
-import type { HttpRequest } from "../http.ts";
+import type { Incoming } from "../http.ts";
 import type { ServerContext } from "../options.ts";
 import type { ClientRecord } from "../storage/types.ts";
 import { type PresentedCredentials, readBasic } from "./client_secret_basic.ts";
@@ -32,13 +32,13 @@ export function clientAuthFailed(description: string, context: ServerContext): O
  * requires it when Basic was used, and RFC 9110 requires a challenge on every 401) or `invalid_request`.
  */
 export async function authenticateClient(
-  request: HttpRequest,
+  incoming: Incoming,
   form: Map<string, string>,
   context: ServerContext,
 ): Promise<AuthenticatedClient> {
   let presented: PresentedCredentials | null;
   try {
-    presented = readBasic(request.header("authorization"));
+    presented = readBasic(incoming.request.headers.get("authorization"));
   } catch (error) {
     throw (error as OAuthError).code === "invalid_client"
       ? clientAuthFailed("The Authorization header is malformed", context)
@@ -59,7 +59,7 @@ export async function authenticateClient(
   }
 
   const { throttle } = context;
-  const address = clientAddressOf(request, context);
+  const address = clientAddressOf(incoming, context);
   const keys = throttle ? throttleKeys(presented.client_id, address) : undefined;
   if (throttle && keys) {
     // Sequential, as a shared store may want; an in-memory throttle answers at once, so nothing is awaited.
@@ -70,7 +70,7 @@ export async function authenticateClient(
       wait = Math.max(wait, typeof result === "number" ? result : await result);
     }
     if (wait > 0) {
-      audit(context, request, { type: "request.throttled", client_id: presented.client_id.slice(0, 255), reason: "client_auth" }, address);
+      audit(context, incoming, { type: "request.throttled", client_id: presented.client_id.slice(0, 255), reason: "client_auth" }, address);
       throw new OAuthError("slow_down", {
         description: "Too many failed client authentications; try again later",
         headers: { "retry-after": String(Math.ceil(wait / 1000)) },

@@ -5,7 +5,7 @@
  */
 import { base64url, hmac, hmacKey, randomToken, timingSafeEqual } from "../crypto.ts";
 import { ConfigurationError } from "../errors.ts";
-import { redirectResponse, toResponse } from "../http.ts";
+import { readText, redirectResponse, respond } from "../http.ts";
 import type { AuthenticateUser, EndUser, InteractionContext } from "../options.ts";
 import { memoryThrottle, type Throttle, throttleKey } from "../throttle.ts";
 import type { Storage } from "../storage/types.ts";
@@ -162,7 +162,7 @@ export function passwordLogin(options: PasswordLoginOptions): PasswordLogin {
     if (failure?.status !== undefined) page.status = failure.status;
     if (failure?.retryAfter !== undefined) page.headers.push(["retry-after", String(failure.retryAfter)]);
     if (kept === undefined) page.headers.push(["set-cookie", cookie(nonceName, nonce, secure)]);
-    return toResponse(page);
+    return respond(request, page);
   }
 
   const hook = async (request: Request, context: InteractionContext): Promise<EndUser | Response> => {
@@ -227,7 +227,7 @@ export function passwordLogin(options: PasswordLoginOptions): PasswordLogin {
       ["set-cookie", cookie(cookieName, await issueSession(user), secure, ttl)],
       ["set-cookie", cookie(nonceName, "", secure, 0)],
     );
-    return toResponse(response);
+    return respond(request, response);
   };
 
   async function logout(request: Request): Promise<Response> {
@@ -237,16 +237,20 @@ export function passwordLogin(options: PasswordLoginOptions): PasswordLogin {
     const done = (title: string, message: string): Response => {
       const page = htmlPage(200, { title, main: `<h1>${escapeHtml(title)}</h1>\n<p>${escapeHtml(message)}</p>` });
       page.headers.push(["set-cookie", cookie(cookieName, "", secure, 0)]);
-      return toResponse(page);
+      return respond(request, page);
     };
     if (session === null) return done("Signed out", "You are not signed in.");
     const csrf = await hmac(await key(), LOGOUT_LABEL + (session.sid ?? session.payload));
     if (request.method === "POST") {
-      const length = Number(request.headers.get("content-length") ?? "0");
-      if (!(length <= 4096)) return toResponse(errorPage(413, "Request refused", "The form is too large."));
-      const form = new URLSearchParams(await request.text());
+      let text: string;
+      try {
+        text = await readText(request, 4096);
+      } catch {
+        return respond(request, errorPage(413, "Request refused", "The form is too large."));
+      }
+      const form = new URLSearchParams(text);
       if (!timingSafeEqual(csrf, form.get("csrf") ?? "")) {
-        return toResponse(errorPage(403, "Request refused", "The sign-out form has expired or did not come from this site."));
+        return respond(request, errorPage(403, "Request refused", "The sign-out form has expired or did not come from this site."));
       }
       if (session.sid !== undefined && options.sessions) {
         await options.sessions.markOnce(ENDED + session.sid, session.exp * 1000, clock());
@@ -254,13 +258,13 @@ export function passwordLogin(options: PasswordLoginOptions): PasswordLogin {
       return done("Signed out", "You have been signed out.");
     }
     if (request.method !== "GET" && request.method !== "HEAD") {
-      return toResponse(errorPage(405, "Request refused", "Use the sign-out form."));
+      return respond(request, errorPage(405, "Request refused", "Use the sign-out form."));
     }
     const main = `<h1>Sign out</h1>\n<p>Signed in as <strong>${escapeHtml(session.user.name ?? session.user.id)}</strong>.</p>\n` +
       `<form method="post" action="${escapeHtml(url.pathname)}" class="stack">\n` +
       `<input type="hidden" name="csrf" value="${escapeHtml(csrf)}">\n` +
       `<button type="submit" class="primary">Sign out</button>\n</form>`;
-    return toResponse(htmlPage(200, { title: "Sign out", main }));
+    return respond(request, htmlPage(200, { title: "Sign out", main }));
   }
 
   return Object.assign(hook, { logout });

@@ -6,7 +6,7 @@
  * @module
  */
 import { randomToken } from "../crypto.ts";
-import type { HttpResponse } from "../http.ts";
+import type { ResponseParts } from "../http.ts";
 
 const ESCAPES: Record<string, string> = { "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;" };
 
@@ -65,10 +65,10 @@ function formActionSource(value: string): string | null {
  * @example
  * ```ts
  * const page = htmlPage(200, { title: "Hello", main: `<h1>${escapeHtml(name)}</h1>` });
- * return toResponse(page);
+ * return respond(request, page);
  * ```
  */
-export function htmlPage(status: number, page: HtmlPageContent, options: HtmlPageOptions = {}): HttpResponse {
+export function htmlPage(status: number, page: HtmlPageContent, options: HtmlPageOptions = {}): ResponseParts {
   const nonce = randomToken();
   const sources = ["'self'"];
   for (const value of options.formAction ?? []) {
@@ -136,7 +136,7 @@ export interface ConsentPageInput {
  * });
  * ```
  */
-export function consentPage(input: ConsentPageInput): HttpResponse {
+export function consentPage(input: ConsentPageInput): ResponseParts {
   const client = escapeHtml(input.clientName);
   const user = escapeHtml(input.userName);
   const initial = escapeHtml((Array.from(input.userName.trim())[0] ?? "?").toUpperCase());
@@ -177,7 +177,7 @@ export function consentPage(input: ConsentPageInput): HttpResponse {
  * errorPage(400, "This link is not valid", "The application that sent you here is not registered.");
  * ```
  */
-export function errorPage(status: number, title: string, message: string): HttpResponse {
+export function errorPage(status: number, title: string, message: string): ResponseParts {
   const main = `<div class="mark warn" aria-hidden="true">${ICON_ALERT}</div>\n` +
     `<h1>${escapeHtml(title)}</h1>\n<p>${escapeHtml(message)}</p>\n` +
     `<p class="muted small">You can close this page and return to the application you came from.</p>`;
@@ -207,7 +207,7 @@ export interface LoginPageInput {
  * loginPage({ action: "/authorize?client_id=printer&...", csrf, clientName: "Photo Printer" });
  * ```
  */
-export function loginPage(input: LoginPageInput): HttpResponse {
+export function loginPage(input: LoginPageInput): ResponseParts {
   const failed = input.error !== undefined;
   const username = input.username ?? "";
   const invalid = failed ? ` aria-invalid="true" aria-describedby="login-error"` : "";

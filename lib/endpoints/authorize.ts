@@ -11,7 +11,7 @@ import { audit, clientAddressOf } from "../audit.ts";
 import { CSRF_TTL, csrfToken, verifyCsrfToken } from "../consent/csrf.ts";
 import { randomToken, sha256 } from "../crypto.ts";
 import { OAuthError } from "../errors.ts";
-import { type HttpRequest, type HttpResponse, isFormContentType, parseForm, printable, queryOf, readParams } from "../http.ts";
+import { isFormContentType, parseForm, printable, queryOf, readParams, readText, type ResponseParts, type Incoming } from "../http.ts";
 import type { EndUser, ServerContext } from "../options.ts";
 import { CODE_CHALLENGE } from "../pkce.ts";
 import { findClient } from "../client_lookup.ts";
@@ -51,29 +51,30 @@ export function authorizationRedirect(
 }
 
 /** Handles GET (show login or consent) and POST (the login and consent forms post back here). */
-export async function authorizeEndpoint(request: HttpRequest, context: ServerContext): Promise<HttpResponse> {
-  const authorization = await validateRequest(request, context);
+export async function authorizeEndpoint(incoming: Incoming, context: ServerContext): Promise<ResponseParts | Response> {
+  const { request } = incoming;
+  const authorization = await validateRequest(incoming, context);
   const { client, redirect_uri, scope, state } = authorization;
   const redirectOnError = { uri: redirect_uri, state };
 
   let form: Map<string, string> | null = null;
   if (request.method === "POST") {
-    if (!isFormContentType(request.header("content-type"))) {
+    if (!isFormContentType(request.headers.get("content-type"))) {
       throw new OAuthError("invalid_request", { description: "Forms must be application/x-www-form-urlencoded" });
     }
-    form = parseForm(await request.text(context.maxBodyBytes), context.formLimits);
+    form = parseForm(await readText(request, context.maxBodyBytes), context.formLimits);
   }
 
-  const address = clientAddressOf(request, context);
-  const user = await context.authenticateUser!(request.toRequest(), {
+  const address = clientAddressOf(incoming, context);
+  const user = await context.authenticateUser!(request, {
     form: form ? new URLSearchParams([...form]) : null,
     client: { client_id: client.client_id, name: client.name },
     scope,
     remoteAddress: address,
     issuer: context.issuer,
-    audit: (event) => audit(context, request, { client_id: client.client_id, ...event }, address),
+    audit: (event) => audit(context, incoming, { client_id: client.client_id, ...event }, address),
   });
-  if (user instanceof Response) return { status: user.status, headers: [], body: null, passthrough: user };
+  if (user instanceof Response) return user; // the hook's own page: a login form, a redirect to an IdP
   if (typeof user !== "object" || user === null || typeof user.id !== "string" || user.id === "") {
     throw new OAuthError("server_error", { description: "The user could not be identified", cause: user });
   }
@@ -91,7 +92,7 @@ export async function authorizeEndpoint(request: HttpRequest, context: ServerCon
       clientId: client.client_id,
       userName: user.name ?? user.id,
       scopes: scope.split(" ").map((name) => ({ name, description: context.scopes.get(name) ?? name })),
-      action: request.target,
+      action: incoming.target,
       csrf: await csrfToken(key, bound, now),
       redirectOrigin: redirect_uri,
       ...(authorization.resource === undefined ? {} : { resources: authorization.resource }),
@@ -118,16 +119,16 @@ export async function authorizeEndpoint(request: HttpRequest, context: ServerCon
   }
   const who = { client_id: client.client_id, user_id: user.id };
   if (decision === "deny") {
-    audit(context, request, { type: "consent.denied", ...who }, address);
+    audit(context, incoming, { type: "consent.denied", ...who }, address);
     throw new OAuthError("access_denied", { description: "The user denied the request", redirect: redirectOnError });
   }
-  audit(context, request, { type: "consent.granted", ...who }, address);
+  audit(context, incoming, { type: "consent.granted", ...who }, address);
   const { code, grantId } = await issueCode(authorization, user, context, now);
-  audit(context, request, { type: "code.issued", ...who, grant_id: grantId }, address);
+  audit(context, incoming, { type: "code.issued", ...who, grant_id: grantId }, address);
   return redirectTo(authorizationRedirect(redirect_uri, { code, state }, context.issuer));
 }
 
-function redirectTo(location: string): HttpResponse {
+function redirectTo(location: string): ResponseParts {
   // 303: after the consent POST the browser must GET the client's redirect URI (RFC 9700 §4.12).
   return { status: 303, headers: [["location", location], ["cache-control", "no-store"]], body: null };
 }
@@ -156,14 +157,14 @@ async function issueCode(
 }
 
 /** Validates the query of an authorization request; throws an error page or an error redirect. */
-async function validateRequest(request: HttpRequest, context: ServerContext): Promise<AuthorizationRequest> {
-  const { params, repeated } = readParams(queryOf(request.target), context.formLimits);
+async function validateRequest({ target }: Incoming, context: ServerContext): Promise<AuthorizationRequest> {
+  const { params, repeated } = readParams(queryOf(target), context.formLimits);
   const page = (description: string) => new OAuthError("invalid_request", { description });
 
   // Step 1: who is asking, and where would an answer go? Until both are known, never redirect.
   if (repeated !== undefined) {
     // readParams names only the first repeated parameter; client_id or redirect_uri may be a later one.
-    const all = new URLSearchParams(queryOf(request.target));
+    const all = new URLSearchParams(queryOf(target));
     for (const name of ["client_id", "redirect_uri"]) {
       if (all.getAll(name).length > 1) throw page(`The ${name} parameter is repeated`);
     }

@@ -6,7 +6,7 @@
 import { authenticateClient, clientAuthFailed } from "../client_auth/authenticate.ts";
 import { sha256 } from "../crypto.ts";
 import { OAuthError } from "../errors.ts";
-import { type HttpRequest, type HttpResponse, jsonResponse } from "../http.ts";
+import { jsonResponse, type ResponseParts, type Incoming } from "../http.ts";
 import type { ServerContext } from "../options.ts";
 import { readPostedForm } from "./form.ts";
 import { findToken } from "./lookup.ts";
@@ -17,9 +17,9 @@ import { findToken } from "./lookup.ts";
  * resource server registered with `introspection: "all"`; a refresh token answers to its own client alone, so a
  * thief cannot learn whether it is live without spending it.
  */
-export async function introspectEndpoint(request: HttpRequest, context: ServerContext): Promise<HttpResponse> {
-  const form = await readPostedForm(request, context);
-  const { client, method } = await authenticateClient(request, form, context);
+export async function introspectEndpoint(incoming: Incoming, context: ServerContext): Promise<ResponseParts> {
+  const form = await readPostedForm(incoming, context);
+  const { client, method } = await authenticateClient(incoming, form, context);
   if (method === "none") {
     throw clientAuthFailed("Introspection requires client authentication", context);
   }

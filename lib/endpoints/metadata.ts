@@ -3,7 +3,7 @@
  *
  * @module
  */
-import type { HttpResponse } from "../http.ts";
+import type { ResponseParts } from "../http.ts";
 import type { ServerContext } from "../options.ts";
 
 /** The metadata document for this server's options. */
@@ -36,7 +36,7 @@ export function metadataDocument(context: ServerContext): Record<string, unknown
 }
 
 /** `GET /.well-known/oauth-authorization-server[issuer path]` (RFC 8414 §3). */
-export function metadataEndpoint(context: ServerContext): HttpResponse {
+export function metadataEndpoint(context: ServerContext): ResponseParts {
   return {
     status: 200,
     headers: [["content-type", "application/json;charset=UTF-8"], ["cache-control", "max-age=300"]],

@@ -5,7 +5,7 @@
  */
 import { audit, clientAddressOf } from "../audit.ts";
 import { OAuthError } from "../errors.ts";
-import { type HttpRequest, type HttpResponse, jsonResponse } from "../http.ts";
+import { jsonResponse, readText, type ResponseParts, type Incoming } from "../http.ts";
 import type { ServerContext } from "../options.ts";
 import { buildRegisteredClient, checkInitialAccessToken, removeUnusedClients } from "../registration.ts";
 
@@ -13,12 +13,13 @@ const REAP_INTERVAL_MS = 3600_000;
 const lastReap = new WeakMap<object, number>();
 
 /** Registers a client; only reached when registration is enabled. */
-export async function registerEndpoint(request: HttpRequest, context: ServerContext): Promise<HttpResponse> {
+export async function registerEndpoint(incoming: Incoming, context: ServerContext): Promise<ResponseParts> {
+  const { request } = incoming;
   const registration = context.registration!;
-  checkInitialAccessToken(request.header("authorization"), registration.initialAccessToken);
+  checkInitialAccessToken(request.headers.get("authorization"), registration.initialAccessToken);
   const now = context.clock();
   // Behind a trusted proxy, the address it forwarded (trustProxy); else the peer.
-  const key = `register:${clientAddressOf(request, context) ?? "unknown"}`;
+  const key = `register:${clientAddressOf(incoming, context) ?? "unknown"}`;
   const wait = await registration.throttle.retryAfter(key, now);
   if (wait > 0) {
     throw new OAuthError("slow_down", {
@@ -26,12 +27,12 @@ export async function registerEndpoint(request: HttpRequest, context: ServerCont
       headers: { "retry-after": String(Math.ceil(wait / 1000)) },
     });
   }
-  if (!/^application\/json\s*(?:;|$)/i.test(request.header("content-type") ?? "")) {
+  if (!/^application\/json\s*(?:;|$)/i.test(request.headers.get("content-type") ?? "")) {
     throw new OAuthError("invalid_client_metadata", { description: "The body must be application/json" });
   }
   let body: unknown;
   try {
-    body = JSON.parse(await request.text(context.maxBodyBytes));
+    body = JSON.parse(await readText(request, context.maxBodyBytes));
   } catch (error) {
     if (error instanceof OAuthError) throw error;
     throw new OAuthError("invalid_client_metadata", { description: "The body is not valid JSON" });
@@ -39,7 +40,7 @@ export async function registerEndpoint(request: HttpRequest, context: ServerCont
   const { client, response } = buildRegisteredClient(body, context);
   await registration.throttle.fail(key, now);
   await context.storage.saveClient(client);
-  audit(context, request, { type: "client.registered", client_id: client.client_id, reason: "registration" });
+  audit(context, incoming, { type: "client.registered", client_id: client.client_id, reason: "registration" });
   await reapUnused(context, now);
   // RFC 7591 §3.2.1: the answer holds the secret; it must not be cached.
   return jsonResponse(201, response);

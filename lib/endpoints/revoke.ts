@@ -7,7 +7,7 @@ import { audit } from "../audit.ts";
 import { authenticateClient } from "../client_auth/authenticate.ts";
 import { sha256 } from "../crypto.ts";
 import { OAuthError } from "../errors.ts";
-import type { HttpRequest, HttpResponse } from "../http.ts";
+import type { ResponseParts, Incoming } from "../http.ts";
 import type { ServerContext } from "../options.ts";
 import { readPostedForm } from "./form.ts";
 import { findToken } from "./lookup.ts";
@@ -19,9 +19,9 @@ import { findToken } from "./lookup.ts";
  * token of another client is refused with `unauthorized_client`, as RFC 7009 §2.1 requires; only that
  * client's own credentials get this far, so it learns nothing it could not already use.
  */
-export async function revokeEndpoint(request: HttpRequest, context: ServerContext): Promise<HttpResponse> {
-  const form = await readPostedForm(request, context);
-  const { client } = await authenticateClient(request, form, context);
+export async function revokeEndpoint(incoming: Incoming, context: ServerContext): Promise<ResponseParts> {
+  const form = await readPostedForm(incoming, context);
+  const { client } = await authenticateClient(incoming, form, context);
   const token = form.get("token");
   if (token === undefined) throw new OAuthError("invalid_request", { description: "The token parameter is required" });
   const found = await findToken(sha256(token), form.get("token_type_hint"), context);
@@ -32,7 +32,7 @@ export async function revokeEndpoint(request: HttpRequest, context: ServerContex
   else if (found) await context.storage.revokeAccessToken(found.record.hash);
   if (found) {
     const { record } = found;
-    audit(context, request, {
+    audit(context, incoming, {
       type: "token.revoked",
       client_id: client.client_id,
       ...(record.user_id === undefined ? {} : { user_id: record.user_id }),

@@ -9,7 +9,7 @@ import { authorizationCode } from "../grants/authorization_code.ts";
 import { clientCredentials } from "../grants/client_credentials.ts";
 import { refreshToken } from "../grants/refresh_token.ts";
 import type { Grant } from "../grants/types.ts";
-import { type HttpRequest, type HttpResponse, jsonTextResponse, printable } from "../http.ts";
+import { jsonTextResponse, printable, type ResponseParts, type Incoming } from "../http.ts";
 import type { ServerContext } from "../options.ts";
 import { tokenResponseJson } from "../tokens.ts";
 import { readPostedForm } from "./form.ts";
@@ -22,8 +22,8 @@ const GRANTS: Readonly<Record<string, Grant>> = Object.freeze(Object.assign(Obje
 }));
 
 /** Handles `POST token`: form, grant type, client authentication, then the grant itself. */
-export async function tokenEndpoint(request: HttpRequest, context: ServerContext): Promise<HttpResponse> {
-  const form = await readPostedForm(request, context);
+export async function tokenEndpoint(incoming: Incoming, context: ServerContext): Promise<ResponseParts> {
+  const form = await readPostedForm(incoming, context);
   const grantType = form.get("grant_type");
   if (grantType === undefined) {
     throw new OAuthError("invalid_request", { description: "The grant_type parameter is required" });
@@ -32,12 +32,12 @@ export async function tokenEndpoint(request: HttpRequest, context: ServerContext
   if (grant === undefined) {
     throw new OAuthError("unsupported_grant_type", { description: `The grant type ${printable(grantType)} is not supported` });
   }
-  const { client, method } = await authenticateClient(request, form, context);
+  const { client, method } = await authenticateClient(incoming, form, context);
   if (grant.confidentialOnly && method === "none") {
     throw clientAuthFailed("This grant requires client authentication", context);
   }
   if (!client.grant_types.includes(grantType as never)) {
     throw new OAuthError("unauthorized_client", { description: "The client may not use this grant type" });
   }
-  return jsonTextResponse(200, tokenResponseJson(await grant.exchange(form, client, context, request)));
+  return jsonTextResponse(200, tokenResponseJson(await grant.exchange(form, client, context, incoming)));
 }

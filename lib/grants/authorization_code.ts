@@ -25,7 +25,7 @@ function proven(client: ClientRecord, verifier: string | undefined, challenge: s
 /** Exchanges a code for tokens. Everything is checked before the code is spent, so a bad try costs nothing. */
 export const authorizationCode: Grant = {
   confidentialOnly: false,
-  async exchange(form, client, context, request) {
+  async exchange(form, client, context, incoming) {
     const code = form.get("code");
     if (code === undefined) throw missing("code");
     const redirectUri = form.get("redirect_uri");
@@ -49,7 +49,7 @@ export const authorizationCode: Grant = {
       // plus any public client_id would let anyone kill the user's tokens.
       if (proven(client, verifier, record.code_challenge)) {
         await storage.revokeGrant(record.grant_id);
-        audit(context, request, { type: "code.replayed", client_id: client.client_id, user_id: record.user_id, grant_id: record.grant_id });
+        audit(context, incoming, { type: "code.replayed", client_id: client.client_id, user_id: record.user_id, grant_id: record.grant_id });
       }
       throw invalidGrant("The authorization code was already used");
     }
@@ -84,10 +84,10 @@ export const authorizationCode: Grant = {
     // The one atomic step: whoever loses a concurrent redemption is treated as a replay.
     if (!(await storage.redeemCode(hash, records, now))) {
       await storage.revokeGrant(record.grant_id);
-      audit(context, request, { type: "code.replayed", client_id: client.client_id, user_id: record.user_id, grant_id: record.grant_id });
+      audit(context, incoming, { type: "code.replayed", client_id: client.client_id, user_id: record.user_id, grant_id: record.grant_id });
       throw invalidGrant("The authorization code was already used");
     }
-    audit(context, request, { type: "code.redeemed", client_id: client.client_id, user_id: record.user_id, grant_id: record.grant_id });
+    audit(context, incoming, { type: "code.redeemed", client_id: client.client_id, user_id: record.user_id, grant_id: record.grant_id });
     return response;
   },
 };

@@ -12,7 +12,7 @@ import type { Grant } from "./types.ts";
 /** Issues a token to the client itself; a refresh token only when the client is configured for one. */
 export const clientCredentials: Grant = {
   confidentialOnly: true,
-  async exchange(form, client, context, request) {
+  async exchange(form, client, context, incoming) {
     const scope = requestedScope(form.get("scope"), client, context.scopePolicy);
     // No user consents here: the client may name any configured resource (RFC 8707 §2).
     const resource = requestedResource(form.get("resource"), context.resources);
@@ -27,7 +27,7 @@ export const clientCredentials: Grant = {
       refresh_expires_at: refresh ? now + context.refreshTokenTtl : undefined,
     }, context, now);
     await context.storage.saveTokens(records, now);
-    audit(context, request, { type: "token.issued", client_id: client.client_id, ...(refresh ? { grant_id: records.refresh!.grant_id } : {}) });
+    audit(context, incoming, { type: "token.issued", client_id: client.client_id, ...(refresh ? { grant_id: records.refresh!.grant_id } : {}) });
     return response;
   },
 };

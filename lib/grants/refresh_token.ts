@@ -16,7 +16,7 @@ const invalidGrant = (description: string) => new OAuthError("invalid_grant", { 
 /** Rotates a refresh token: the old one is spent, a new pair is issued in the same grant, with the same scope. */
 export const refreshToken: Grant = {
   confidentialOnly: false,
-  async exchange(form, client, context, request) {
+  async exchange(form, client, context, incoming) {
     const token = form.get("refresh_token");
     if (token === undefined) {
       throw new OAuthError("invalid_request", { description: "The refresh_token parameter is required" });
@@ -32,7 +32,7 @@ export const refreshToken: Grant = {
     if (record.rotated_at !== undefined && !(graceMs > 0 && now - record.rotated_at < graceMs)) {
       // RFC 9700 §4.14.2: reuse of a rotated refresh token means one of two parties stole it; revoke the grant.
       await storage.revokeGrant(record.grant_id);
-      audit(context, request, { type: "refresh.reuse_detected", client_id: client.client_id, ...(record.user_id === undefined ? {} : { user_id: record.user_id }), grant_id: record.grant_id });
+      audit(context, incoming, { type: "refresh.reuse_detected", client_id: client.client_id, ...(record.user_id === undefined ? {} : { user_id: record.user_id }), grant_id: record.grant_id });
       throw invalidGrant("The refresh token was already used");
     }
     // RFC 6749 §6: the access token's scope may narrow, never widen; with one scope per token, it may only repeat.
@@ -57,10 +57,10 @@ export const refreshToken: Grant = {
     }, context, now);
     if (!(await storage.rotateRefreshToken(hash, records, now, graceMs))) {
       await storage.revokeGrant(record.grant_id);
-      audit(context, request, { type: "refresh.reuse_detected", client_id: client.client_id, ...(record.user_id === undefined ? {} : { user_id: record.user_id }), grant_id: record.grant_id });
+      audit(context, incoming, { type: "refresh.reuse_detected", client_id: client.client_id, ...(record.user_id === undefined ? {} : { user_id: record.user_id }), grant_id: record.grant_id });
       throw invalidGrant("The refresh token was already used");
     }
-    audit(context, request, {
+    audit(context, incoming, {
       type: "token.refreshed", client_id: client.client_id, ...(record.user_id === undefined ? {} : { user_id: record.user_id }), grant_id: record.grant_id,
     });
     return response;

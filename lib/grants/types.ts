@@ -3,7 +3,7 @@
  *
  * @module
  */
-import type { HttpRequest } from "../http.ts";
+import type { Incoming } from "../http.ts";
 import type { ServerContext } from "../options.ts";
 import type { ClientRecord } from "../storage/types.ts";
 import type { TokenResponse } from "../tokens.ts";
@@ -13,5 +13,5 @@ export interface Grant {
   /** Only clients that authenticate with a secret may use it (RFC 6749 §4.4: client_credentials). */
   confidentialOnly: boolean;
   /** Validates the grant's fields, stores the tokens, and returns the response; throws `OAuthError`. */
-  exchange(form: Map<string, string>, client: ClientRecord, context: ServerContext, request?: HttpRequest): Promise<TokenResponse>;
+  exchange(form: Map<string, string>, client: ClientRecord, context: ServerContext, incoming?: Incoming): Promise<TokenResponse>;
 }

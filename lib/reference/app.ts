@@ -9,7 +9,7 @@ import type { AuditEvent } from "../audit.ts";
 import { passwordLogin } from "../consent/login.ts";
 import { base64url, sha256, timingSafeEqual } from "../crypto.ts";
 import { OAuthError } from "../errors.ts";
-import { type HttpRequest, type HttpResponse, fromRequest, jsonResponse, pathOf, toResponse } from "../http.ts";
+import { jsonResponse, pathOf, respond, type ResponseParts, targetOf } from "../http.ts";
 import type { AuthorizationServerOptions, EndUser } from "../options.ts";
 import { errorResponse } from "../router.ts";
 import { type AuthorizationServer, createAuthorizationServer } from "../server.ts";
@@ -52,9 +52,7 @@ export interface ReferenceAppOptions {
 export interface ReferenceApp {
   server: AuthorizationServer;
   /** Web-standard handler for everything: OAuth endpoints, `/api/*`, and a landing page. */
-  fetch: (request: Request) => Promise<Response>;
-  /** The same on the core's request shape, for the Node adapter's fast path. */
-  handle: (request: HttpRequest) => Promise<HttpResponse>;
+  fetch: (request: Request, info?: unknown) => Promise<Response>;
   /** Stops the periodic purge; the store itself belongs to the caller. */
   close(): void;
 }
@@ -104,8 +102,8 @@ export async function createReferenceApp(options: ReferenceAppOptions): Promise<
 
   // The sample protected API (spec §4.3): /api/reports needs reports.read; /api/me takes any valid token.
   const resources = new Map([
-    ["/api/reports", server.protectHandle("reports.read", (_, token) => jsonResponse(200, { reports: REPORTS, token }))],
-    ["/api/me", server.protectHandle(undefined, (_, token) => jsonResponse(200, { token }))],
+    ["/api/reports", server.protect("reports.read", (r, token) => respond(r, jsonResponse(200, { reports: REPORTS, token })))],
+    ["/api/me", server.protect(undefined, (r, token) => respond(r, jsonResponse(200, { token })))],
   ]);
   // Connected apps: the signed-in user's grants, each revocable (CSRF-protected, not frameable).
   const apps = connectedApps({
@@ -124,24 +122,22 @@ export async function createReferenceApp(options: ReferenceAppOptions): Promise<
     scopesSupported: config.scopes.map((s) => s.name),
     resourceName: "Sample reports API",
   });
-  const route = async (request: HttpRequest): Promise<HttpResponse> => {
-    const path = pathOf(request.target);
+  const route = async (request: Request, info?: unknown): Promise<Response> => {
+    const path = pathOf(targetOf(request.url));
     if (path.startsWith("/.well-known/oauth-protected-resource")) {
-      const metadata = sampleApi.metadataResponse(request.toRequest());
-      if (metadata) return { status: metadata.status, headers: [], body: null, passthrough: metadata };
+      const metadata = sampleApi.metadataResponse(request);
+      if (metadata) return metadata;
     }
     const resource = resources.get(path);
+    const read = request.method === "GET" || request.method === "HEAD";
     if (resource) {
-      if (request.method === "GET" || request.method === "HEAD") return resource(request);
-      return errorResponse(new OAuthError("invalid_request", { status: 405, headers: { allow: "GET, HEAD" } }));
+      if (read) return resource(request, info);
+      return respond(request, errorResponse(new OAuthError("invalid_request", { status: 405, headers: { allow: "GET, HEAD" } })));
     }
-    if (path === "/" && (request.method === "GET" || request.method === "HEAD")) return landing(server);
-    if (path === `${new URL(server.issuer).pathname.replace(/\/$/, "")}/account/apps`) return apps(request);
-    if (path === `${new URL(server.issuer).pathname.replace(/\/$/, "")}/logout`) {
-      const page = await login.logout(request.toRequest());
-      return { status: page.status, headers: [], body: null, passthrough: page };
-    }
-    return server.handle(request);
+    if (path === "/" && read) return respond(request, landing(server));
+    if (path === `${new URL(server.issuer).pathname.replace(/\/$/, "")}/account/apps`) return apps(request, info);
+    if (path === `${new URL(server.issuer).pathname.replace(/\/$/, "")}/logout`) return login.logout(request);
+    return server.fetch(request, info);
   };
   // The request log, /healthz, /readyz, and /metrics when the config enables it (never public by accident).
   const observed = observe(route, {
@@ -150,13 +146,7 @@ export async function createReferenceApp(options: ReferenceAppOptions): Promise<
     ready: () => server.storage.getClient("readyz-probe"),
     basePath: new URL(server.issuer).pathname.replace(/\/$/, ""),
   });
-  const handle = (request: HttpRequest): Promise<HttpResponse> => observed(request);
-  return {
-    server,
-    handle,
-    fetch: async (request) => toResponse(await handle(fromRequest(request))),
-    close: () => clearInterval(purge),
-  };
+  return { server, fetch: observed, close: () => clearInterval(purge) };
 }
 
 /**
@@ -242,7 +232,7 @@ function mcpOptions(config: ReferenceConfig): Partial<AuthorizationServerOptions
   return options;
 }
 
-function landing(server: AuthorizationServer): HttpResponse {
+function landing(server: AuthorizationServer): ResponseParts {
   const body = [
     "oauth2-fetch-server reference server",
     "",

@@ -12,7 +12,7 @@
  */
 import { escapeHtml, errorPage, htmlPage } from "../consent/pages.ts";
 import { hmac, hmacKey, timingSafeEqual } from "../crypto.ts";
-import { type HttpRequest, type HttpResponse, isFormContentType, redirectResponse } from "../http.ts";
+import { isFormContentType, readText, redirectResponse, remoteAddressOf, respond, type ResponseParts } from "../http.ts";
 import type { AuthenticateUser } from "../options.ts";
 import type { Storage } from "../storage/types.ts";
 
@@ -36,16 +36,21 @@ const LABEL = "oauth2-fetch-server/connected-apps:";
 const MAX_BODY = 4096;
 
 /** The handler of `/account/apps` (GET shows, POST signs in or revokes). */
-export function connectedApps(options: ConnectedAppsOptions): (request: HttpRequest) => Promise<HttpResponse> {
+export function connectedApps(options: ConnectedAppsOptions): (request: Request, info?: unknown) => Promise<Response> {
   const key = hmacKey(options.secret);
   const cookieName = options.cookieName ?? "oauth2_session";
   const issuerOrigin = new URL(options.issuer).origin;
-  const csrfFor = async (userId: string, request: HttpRequest) => {
-    const session = cookieValue(request.header("cookie"), cookieName) ?? "";
+  const csrfFor = async (userId: string, request: Request) => {
+    const session = cookieValue(request.headers.get("cookie"), cookieName) ?? "";
     return hmac(await key, `${LABEL}${userId}\n${session}`);
   };
 
-  return async (request) => {
+  return async (request, info) => {
+    const answer = await page(request, info);
+    return answer instanceof Response ? answer : respond(request, answer);
+  };
+
+  async function page(request: Request, info: unknown): Promise<ResponseParts | Response> {
     if (request.method !== "GET" && request.method !== "HEAD" && request.method !== "POST") {
       const page = errorPage(405, "Method not allowed", "Use the page's buttons.");
       page.headers.push(["allow", "GET, HEAD, POST"]);
@@ -53,21 +58,21 @@ export function connectedApps(options: ConnectedAppsOptions): (request: HttpRequ
     }
     let form: URLSearchParams | null = null;
     if (request.method === "POST") {
-      if (!isFormContentType(request.header("content-type"))) return errorPage(415, "Unsupported request", "The form could not be read.");
+      if (!isFormContentType(request.headers.get("content-type"))) return errorPage(415, "Unsupported request", "The form could not be read.");
       // A POST from another origin is refused before anything else (CSRF defence in depth, beside the token).
       // "null" is what Chromium sends from our own no-referrer pages, so only a named origin is judged.
-      const origin = request.header("origin");
-      if (origin !== null && origin !== "null" && origin !== issuerOrigin && origin !== new URL(request.toRequest().url).origin) return errorPage(403, "Request refused", "This form can only be sent from this site.");
-      form = new URLSearchParams(await request.text(MAX_BODY));
+      const origin = request.headers.get("origin");
+      if (origin !== null && origin !== "null" && origin !== issuerOrigin && origin !== new URL(request.url).origin) return errorPage(403, "Request refused", "This form can only be sent from this site.");
+      form = new URLSearchParams(await readText(request, MAX_BODY));
     }
-    const signedIn = await options.authenticateUser(request.toRequest(), {
+    const signedIn = await options.authenticateUser(request, {
       form,
       client: { client_id: "connected-apps", name: "Connected apps" },
       scope: "",
-      remoteAddress: request.remoteAddress,
+      remoteAddress: remoteAddressOf(request, info),
     });
     // The sign-in page, or the redirect back here after signing in.
-    if (signedIn instanceof Response) return { status: signedIn.status, headers: [], body: null, passthrough: signedIn };
+    if (signedIn instanceof Response) return signedIn;
     const user = signedIn;
     const now = options.clock();
 
@@ -80,7 +85,7 @@ export function connectedApps(options: ConnectedAppsOptions): (request: HttpRequ
       // Only the user's own grants: another user's grant id revokes nothing.
       const grant = (await options.storage.listGrants(user.id, now)).find((g) => g.grant_id === grantId);
       if (grant) await options.storage.revokeGrant(grant.grant_id);
-      const back = new URL(request.toRequest().url);
+      const back = new URL(request.url);
       back.search = grant ? "?revoked=1" : "";
       return redirectResponse(back.href, 303);
     }
@@ -88,8 +93,8 @@ export function connectedApps(options: ConnectedAppsOptions): (request: HttpRequ
     const grants = (await options.storage.listGrants(user.id, now)).sort((a, b) => b.last_used_at - a.last_used_at);
     const clients = new Map(await Promise.all([...new Set(grants.map((g) => g.client_id))].map(async (id) => [id, await options.storage.getClient(id)] as const)));
     const csrf = await csrfFor(user.id, request);
-    const action = new URL(request.toRequest().url).pathname;
-    const revoked = new URLSearchParams(new URL(request.toRequest().url).search).get("revoked") === "1";
+    const action = new URL(request.url).pathname;
+    const revoked = new URLSearchParams(new URL(request.url).search).get("revoked") === "1";
     const items = grants.map((g) => {
       const client = clients.get(g.client_id);
       const scopes = g.scope.split(" ").filter((s) => s !== "").map((s) =>
@@ -112,7 +117,7 @@ export function connectedApps(options: ConnectedAppsOptions): (request: HttpRequ
         ? `<p id="empty">No application has access to your account.</p>`
         : `<ul class="apps stack">\n${items.join("\n")}\n</ul>`);
     return htmlPage(200, { title: "Connected apps", main });
-  };
+  }
 }
 
 /** The first value of a cookie, or null. */

@@ -7,7 +7,7 @@
  *
  * @module
  */
-import { type HttpRequest, type HttpResponse, jsonResponse, pathOf, queryOf } from "../http.ts";
+import { jsonResponse, LAZY, MATERIALIZE, pathOf, queryOf, respond, type ResponseParts, standIn, targetOf } from "../http.ts";
 import type { Metrics } from "./metrics.ts";
 
 /** Options of {@link observe}. */
@@ -58,13 +58,12 @@ export function endpointOf(target: string, basePath: string): string {
   return Object.hasOwn(ENDPOINTS, path) ? ENDPOINTS[path]! : "other";
 }
 
+type Fetch = (request: Request, info?: unknown) => Promise<Response>;
+
 /** Wraps the app's handler with the request log, the metrics, and the health endpoints. */
-export function observe(
-  handle: (request: HttpRequest) => Promise<HttpResponse>,
-  options: ObserveOptions,
-): (request: HttpRequest) => Promise<HttpResponse> {
+export function observe(fetch: Fetch, options: ObserveOptions): Fetch {
   const { log, metrics } = options;
-  const health = async (endpoint: string, request: HttpRequest): Promise<HttpResponse | undefined> => {
+  const health = async (endpoint: string, request: Request): Promise<ResponseParts | undefined> => {
     if (request.method !== "GET" && request.method !== "HEAD") return undefined;
     if (endpoint === "healthz") return jsonResponse(200, { status: "ok" });
     if (endpoint === "readyz") {
@@ -77,22 +76,18 @@ export function observe(
     return undefined;
   };
 
-  return async function observed(request: HttpRequest): Promise<HttpResponse> {
+  return async function observed(request: Request, info?: unknown): Promise<Response> {
     const started = performance.now();
-    const endpoint = endpointOf(request.target, options.basePath);
+    const target = targetOf(request.url);
+    const endpoint = endpointOf(target, options.basePath);
     // Keep the body the handler reads, to name the client and the grant type afterwards.
     let body: string | undefined;
-    const seen: HttpRequest = {
-      method: request.method,
-      target: request.target,
-      remoteAddress: request.remoteAddress,
-      header: (name) => request.header(name),
-      text: async (limit) => (body = await request.text(limit)),
-      toRequest: () => request.toRequest(),
-    };
-    const response = (await health(endpoint, request)) ?? (await handle(seen));
+    const parts = await health(endpoint, request);
+    const response = parts === undefined
+      ? await fetch(recording(request, (text) => (body = text)), info)
+      : respond(request, parts);
     const seconds = (performance.now() - started) / 1000;
-    const form = body !== undefined && FORM.test(request.header("content-type") ?? "") ? new URLSearchParams(body) : undefined;
+    const form = body !== undefined && FORM.test(request.headers.get("content-type") ?? "") ? new URLSearchParams(body) : undefined;
     if (metrics) {
       metrics.request(endpoint, response.status, seconds);
       if (response.status === 429) metrics.throttled(endpoint);
@@ -104,11 +99,11 @@ export function observe(
       }
     }
     if (log) {
-      const clientId = clientIdOf(request, form);
+      const clientId = clientIdOf(request.headers.get("authorization"), target, form);
       log(JSON.stringify({
         time: new Date().toISOString(),
         method: printable(request.method, 16),
-        path: printable(pathOf(request.target), 256),
+        path: printable(pathOf(target), 256),
         endpoint,
         status: response.status,
         duration_ms: Math.round(seconds * 1e6) / 1000,
@@ -119,12 +114,53 @@ export function observe(
   };
 }
 
+/** The request as it is, except that the body text the handler reads is also handed to `onBody`. */
+function recording(request: Request, onBody: (text: string) => void): Request {
+  return new RecordingRequest(request, onBody) as unknown as Request;
+}
+
+class RecordingRequest {
+  readonly #request: Request;
+  readonly #onBody: (text: string) => void;
+
+  constructor(request: Request, onBody: (text: string) => void) {
+    this.#request = request;
+    this.#onBody = onBody;
+  }
+
+  /** Whether the request accepts a lazy response: as the wrapped one does. */
+  get [LAZY](): unknown {
+    return (this.#request as { [LAZY]?: unknown })[LAZY];
+  }
+
+  bytes(): Promise<Uint8Array<ArrayBuffer>> {
+    return this.#request.bytes().then((bytes) => {
+      this.#onBody(decoder.decode(bytes));
+      return bytes;
+    });
+  }
+
+  text(): Promise<string> {
+    return this.#request.text().then((text) => {
+      this.#onBody(text);
+      return text;
+    });
+  }
+
+  [MATERIALIZE](): Request {
+    return this.#request;
+  }
+}
+standIn(RecordingRequest.prototype, Request.prototype);
+
+const decoder = new TextDecoder();
+
 /**
  * The client a request names: the user part of Basic credentials (never the password), else `client_id` of the
  * form, else of the query. Only identifiers, which are public; nothing else of the body or query is read.
  */
-function clientIdOf(request: HttpRequest, form: URLSearchParams | undefined): string | undefined {
-  const basic = /^Basic\s+([A-Za-z0-9+/=]+)\s*$/i.exec(request.header("authorization") ?? "");
+function clientIdOf(authorization: string | null, target: string, form: URLSearchParams | undefined): string | undefined {
+  const basic = /^Basic\s+([A-Za-z0-9+/=]+)\s*$/i.exec(authorization ?? "");
   let id: string | null | undefined;
   if (basic) {
     try {
@@ -135,7 +171,7 @@ function clientIdOf(request: HttpRequest, form: URLSearchParams | undefined): st
       id = undefined;
     }
   }
-  id ||= form?.get("client_id") ?? new URLSearchParams(queryOf(request.target)).get("client_id");
+  id ||= form?.get("client_id") ?? new URLSearchParams(queryOf(target)).get("client_id");
   return id ? printable(id, 256) : undefined;
 }
 

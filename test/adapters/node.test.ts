@@ -11,9 +11,9 @@ import {
 } from "node:http";
 import { connect } from "node:net";
 import { afterEach, describe, expect, it } from "vitest";
-import { type NodeApp, type NodeListenerOptions, serveNode, toNodeListener } from "../../lib/adapters/node.ts";
+import { type FetchApp, type NodeListenerOptions, serveNode, toNodeListener } from "../../lib/adapters/node.ts";
 import { OAuthError } from "../../lib/errors.ts";
-import type { HttpRequest, HttpResponse } from "../../lib/http.ts";
+import { readText, remoteAddressOf, respond, type ResponseParts, targetOf } from "../../lib/http.ts";
 
 const servers: Server[] = [];
 afterEach(async () => {
@@ -33,8 +33,8 @@ async function listen(listener: Listener): Promise<number> {
   return (server.address() as { port: number }).port;
 }
 
-/** Serves an app (handle or fetch) through toNodeListener. */
-function serve(app: NodeApp, options?: NodeListenerOptions): Promise<number> {
+/** Serves an app through toNodeListener. */
+function serve(app: FetchApp, options?: NodeListenerOptions): Promise<number> {
   return listen(toNodeListener(app, options));
 }
 
@@ -82,31 +82,48 @@ function raw(port: number, text: string): Promise<string> {
   });
 }
 
-/** A fake app over `handle`; like the core's router, it renders an `OAuthError` and lets anything else throw. */
-const handleApp = (fn: (request: HttpRequest) => Promise<HttpResponse> | HttpResponse): NodeApp => ({
-  handle: async (request) => {
+/** What the fake apps below read of a request, as the core's endpoints read it. */
+interface CoreView {
+  method: string;
+  target: string;
+  header(name: string): string | null;
+  text(limit: number): Promise<string>;
+  remoteAddress: string | undefined;
+  toRequest(): Request;
+}
+
+/**
+ * A fake app that reads and answers as the core does (parts through `respond`, so the adapter gets a lazy
+ * `Response`, or a hook's own `Response`); it renders an `OAuthError` and lets anything else throw.
+ */
+const handleApp = (fn: (request: CoreView) => Promise<ResponseParts | Response> | ResponseParts | Response): FetchApp => ({
+  fetch: async (request, info) => {
+    const view: CoreView = {
+      method: request.method,
+      target: targetOf(request.url),
+      header: (name) => request.headers.get(name),
+      text: (limit) => readText(request, limit),
+      remoteAddress: remoteAddressOf(request, info),
+      toRequest: () => request,
+    };
     try {
-      return await fn(request);
+      const answer = await fn(view);
+      return answer instanceof Response ? answer : respond(request, answer);
     } catch (error) {
       if (!(error instanceof OAuthError)) throw error;
-      return { status: error.status, headers: [], body: JSON.stringify({ error: error.code }) };
+      return respond(request, { status: error.status, headers: [], body: JSON.stringify({ error: error.code }) });
     }
   },
 });
 
-const text = (body: string, status = 200, headers: [string, string][] = []): HttpResponse => ({
+const text = (body: string, status = 200, headers: [string, string][] = []): ResponseParts => ({
   status,
   headers: [["content-type", "text/plain"], ...headers],
   body,
 });
 
 /** A hook's own `Response`, passed through as the core does. */
-const passthrough = (response: Response): HttpResponse => ({
-  status: 0,
-  headers: [],
-  body: null,
-  passthrough: response,
-});
+const passthrough = (response: Response): Response => response;
 
 const delay = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
 const tick = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));

@@ -9,7 +9,7 @@
  *
  * @module
  */
-import type { AuthorizationServer, HttpRequest } from "../../mod.ts";
+import type { AuthorizationServer } from "../../mod.ts";
 import {
   bareFetch,
   CLIENT_CREDENTIALS_BODY,
@@ -33,26 +33,6 @@ interface Scenario {
   timed(): Promise<boolean>;
 }
 
-/** A form POST to the token endpoint as an {@link HttpRequest}, as an adapter without WHATWG objects builds it. */
-class CoreRequest implements HttpRequest {
-  readonly method = "POST";
-  readonly target = TOKEN_PATH;
-  readonly remoteAddress = "127.0.0.1";
-  readonly #body: string;
-  constructor(body: string) {
-    this.#body = body;
-  }
-  header(name: string): string | null {
-    return name === "content-type" ? FORM_HEADERS["content-type"]! : null;
-  }
-  text(): Promise<string> {
-    return Promise.resolve(this.#body);
-  }
-  toRequest(): Request {
-    return post(this.#body);
-  }
-}
-
 /**
  * A token request as a server hands it over: a Request parsed from the wire always declares its body's
  * length (or is chunked), so this one does too. The bare handler gets the very same Request.
@@ -68,7 +48,6 @@ const post = (body: string): Request =>
 export const SCENARIOS = [
   "bare",
   "client_credentials",
-  "client_credentials_core",
   "authorization_code",
   "refresh_token",
   "bearer",
@@ -101,13 +80,6 @@ async function scenarios(server: AuthorizationServer): Promise<Record<ScenarioNa
       async timed() {
         const response = await server.fetch(post(CLIENT_CREDENTIALS_BODY));
         await response.text();
-        return response.status === 200;
-      },
-    },
-    client_credentials_core: {
-      // The same request on the core's own shape (`server.handle`): the OAuth work without WHATWG objects.
-      async timed() {
-        const response = await server.handle(new CoreRequest(CLIENT_CREDENTIALS_BODY));
         return response.status === 200;
       },
     },

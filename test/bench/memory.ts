@@ -3,7 +3,7 @@
  *
  *   node --expose-gc --import tsx test/bench/memory.ts [--tokens 1000000] [--cycles 3] [--out DIR]
  *
- * 1. Live: issues `--tokens` client_credentials access tokens through the token endpoint (`server.handle`, so
+ * 1. Live: issues `--tokens` client_credentials access tokens through the token endpoint (`server.fetch`, so
  *    the records are exactly what the server stores) and reports the heap they hold, in total and per token.
  * 2. Churn: tokens of 60 s; the injected clock then moves past their expiry, the next batch is issued, and so
  *    on for `--cycles` batches. The heap after each batch must stay flat, not grow with the tokens ever issued.
@@ -16,7 +16,7 @@
 import { mkdirSync, writeFileSync } from "node:fs";
 import { resolve } from "node:path";
 import process from "node:process";
-import { createAuthorizationServer, type HttpRequest, memoryStorage } from "../../mod.ts";
+import { createAuthorizationServer, memoryStorage } from "../../mod.ts";
 import { CLIENT_CREDENTIALS_BODY, FORM_HEADERS, registerBackend, TOKEN_PATH } from "./fixture.ts";
 
 const gc = (globalThis as { gc?: () => void }).gc;
@@ -30,21 +30,9 @@ const TOKENS = arg("tokens", 1_000_000);
 const CYCLES = arg("cycles", 3);
 const TTL = 60;
 
-/** The token request on the core's shape; no WHATWG objects, so the heap holds only what the store keeps. */
-class TokenRequest implements HttpRequest {
-  readonly method = "POST";
-  readonly target = TOKEN_PATH;
-  readonly remoteAddress = "127.0.0.1";
-  header(name: string): string | null {
-    return name === "content-type" ? FORM_HEADERS["content-type"]! : null;
-  }
-  text(): Promise<string> {
-    return Promise.resolve(CLIENT_CREDENTIALS_BODY);
-  }
-  toRequest(): Request {
-    throw new Error("not used");
-  }
-}
+/** A token request; built per call and garbage after it, so the heap after a collection holds the store. */
+const tokenRequest = (): Request =>
+  new Request("http://127.0.0.1" + TOKEN_PATH, { method: "POST", headers: FORM_HEADERS, body: CLIENT_CREDENTIALS_BODY });
 
 function heapMB(): number {
   gc!();
@@ -64,11 +52,10 @@ async function setup(ttl: number) {
     lifetimes: { accessToken: ttl },
   });
   await registerBackend(server);
-  const request = new TokenRequest();
   const issue = async (n: number) => {
     for (let i = 0; i < n; i++) {
-      const response = await server.handle(request);
-      if (response.status !== 200) throw new Error(`token request failed: ${response.status} ${response.body}`);
+      const response = await server.fetch(tokenRequest());
+      if (response.status !== 200) throw new Error(`token request failed: ${response.status} ${await response.text()}`);
     }
   };
   return { storage, issue, advance: (seconds: number) => (now += seconds * 1000) };

@@ -341,7 +341,6 @@ const LABELS: Record<string, string> = {
   bare: "bare handler (baseline)",
   "bare-fetch": "plain fetch adapter, constant JSON",
   client_credentials: "client_credentials",
-  client_credentials_core: "client_credentials, core only (server.handle)",
   authorization_code: "authorization_code + PKCE",
   refresh_token: "refresh_token rotation",
   bearer: "Bearer verification",
@@ -443,7 +442,7 @@ async function main(): Promise<number> {
 
   const rows: Row[] = [];
   if (options.inprocess) {
-    const only = (smoke ? ["bare", "client_credentials"] : ["bare", "client_credentials", "client_credentials_core", "authorization_code", "refresh_token", "bearer"])
+    const only = (smoke ? ["bare", "client_credentials"] : ["bare", "client_credentials", "authorization_code", "refresh_token", "bearer"])
       .filter((name) => name === "bare" || options.only === undefined || options.only.includes(name));
     for (const runtime of options.runtimes) {
       process.stderr.write(`in-process on ${runtime}...\n`);

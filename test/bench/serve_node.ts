@@ -4,7 +4,7 @@
  * - `bare`: `node:http` reads the form body and answers constant JSON: the ceiling for Node.
  * - `bare-fetch`: the same constant answer as a fetch handler behind the adapter's WHATWG path (a `Request`
  *   and a `Response` per call): what a plain fetch adapter costs on Node.
- * - `oauth`: the authorization server through `serveNode`, on the core's fast `handle` path.
+ * - `oauth`: the authorization server through `serveNode` (lazy `Request` and `Response`, see the adapter).
  *
  * Prints one line of JSON (`ReadyLine`) once it listens; stops on SIGTERM.
  *

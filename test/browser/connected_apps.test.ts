@@ -61,7 +61,7 @@ beforeAll(async () => {
   };
   let ready!: (app: ReferenceApp) => void;
   const app = new Promise<ReferenceApp>((resolve) => (ready = resolve));
-  issuer = await serveNode({ handle: async (request) => (await app).handle(request) }, { port: 0, shutdownTimeout: 2_000 });
+  issuer = await serveNode({ fetch: async (request, info) => (await app).fetch(request, info) }, { port: 0, shutdownTimeout: 2_000 });
   ISSUER = issuer.url;
   ready(await createReferenceApp({ issuer: ISSUER, config, passwordIterations: 1000 }));
   browser = await chromium.launch({ executablePath: CHROMIUM, args: LAUNCH_ARGS, timeout: 20_000 });

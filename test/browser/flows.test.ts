@@ -143,7 +143,7 @@ describe.skipIf(!HAVE_CHROMIUM)(`login and consent in Chromium${SKIP_NOTE}`, { t
     // The issuer holds the port, which port 0 only knows after listening; requests wait for the app.
     let ready!: (app: ReferenceApp) => void;
     const app = new Promise<ReferenceApp>((resolve) => (ready = resolve));
-    issuer = await serveNode({ handle: async (request) => (await app).handle(request) }, { port: 0, shutdownTimeout: 2_000 });
+    issuer = await serveNode({ fetch: async (request, info) => (await app).fetch(request, info) }, { port: 0, shutdownTimeout: 2_000 });
     ISSUER = issuer.url;
     ready(await createReferenceApp({ issuer: ISSUER, config, passwordIterations: 1000 }));
 

@@ -1,12 +1,12 @@
 import { describe, expect, it } from "vitest";
 import { consentPage, errorPage, escapeHtml, htmlPage, loginPage } from "../../lib/consent/pages.ts";
-import type { HttpResponse } from "../../lib/http.ts";
+import type { ResponseParts } from "../../lib/http.ts";
 
 const HOSTILE = `<script>alert("x")</script>' onmouseover='x`;
 
-const header = (page: HttpResponse, name: string): string | undefined => page.headers.find(([n]) => n === name)?.[1];
+const header = (page: ResponseParts, name: string): string | undefined => page.headers.find(([n]) => n === name)?.[1];
 
-const consent = (overrides: Partial<Parameters<typeof consentPage>[0]> = {}): HttpResponse =>
+const consent = (overrides: Partial<Parameters<typeof consentPage>[0]> = {}): ResponseParts =>
   consentPage({
     clientName: "Photo Printer",
     clientId: "printer",
@@ -18,7 +18,7 @@ const consent = (overrides: Partial<Parameters<typeof consentPage>[0]> = {}): Ht
     ...overrides,
   });
 
-const login = (overrides: Partial<Parameters<typeof loginPage>[0]> = {}): HttpResponse =>
+const login = (overrides: Partial<Parameters<typeof loginPage>[0]> = {}): ResponseParts =>
   loginPage({
     action: "/authorize?client_id=printer&state=xyz",
     csrf: "csrf-token-123",
