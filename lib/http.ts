@@ -103,7 +103,9 @@ export function remoteAddressOf(request: Request, info: unknown): string | undef
   if (typeof remoteAddr?.hostname === "string") return remoteAddr.hostname;
   const requestIP = (info as { requestIP?: unknown }).requestIP;
   if (typeof requestIP === "function") {
-    const address = (requestIP.call(info, request) as { address?: unknown } | null)?.address;
+    // Bun wants its own Request object, not a stand-in for it.
+    const real = (request as { [MATERIALIZE]?: () => Request })[MATERIALIZE]?.() ?? request;
+    const address = (requestIP.call(info, real) as { address?: unknown } | null)?.address;
     if (typeof address === "string") return address;
   }
   return undefined;

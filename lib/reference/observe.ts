@@ -122,6 +122,7 @@ function recording(request: Request, onBody: (text: string) => void): Request {
 class RecordingRequest {
   readonly #request: Request;
   readonly #onBody: (text: string) => void;
+  #stream: ReadableStream<Uint8Array> | undefined;
 
   constructor(request: Request, onBody: (text: string) => void) {
     this.#request = request;
@@ -131,6 +132,20 @@ class RecordingRequest {
   /** Whether the request accepts a lazy response: as the wrapped one does. */
   get [LAZY](): unknown {
     return (this.#request as { [LAZY]?: unknown })[LAZY];
+  }
+
+  get body(): ReadableStream<Uint8Array> | null {
+    const source = this.#request.body;
+    if (source === null) return null;
+    let text = "";
+    const utf8 = new TextDecoder();
+    return (this.#stream ??= source.pipeThrough(new TransformStream<Uint8Array, Uint8Array>({
+      transform: (chunk, controller) => {
+        text += utf8.decode(chunk, { stream: true });
+        controller.enqueue(chunk);
+      },
+      flush: () => this.#onBody(text + utf8.decode()),
+    })));
   }
 
   bytes(): Promise<Uint8Array<ArrayBuffer>> {
