@@ -52,8 +52,15 @@ export const NEAR_MISSES: readonly string[] = [
   "http://app.example.com/callback", "https://app.example.com/callback%00", "https://app.example.com/callback\n",
   " https://app.example.com/callback", "javascript:alert(1)", "data:text/html,hi",
   "https://app.example.com/cb?x=1&tenant=a%20b", "https://app.example.com/cb?tenant=a+b&x=1", "https://app.example.com/cb",
-  "http://localhost:8765/cb", "http://127.0.0.1:8766/cb", "com.example.app:/oauth/cb/", "com.example.app://oauth/cb",
+  "http://localhost:8765/cb", "com.example.app:/oauth/cb/", "com.example.app://oauth/cb",
+  // Loopback (RFC 8252 §7.3): only the port may differ, so every other change is still a miss.
+  "http://127.0.0.1:0/cb", "http://127.0.0.1:65536/cb", "http://127.0.0.1:8765/cb/", "http://127.0.0.1:8765/cb#x",
+  "https://127.0.0.1:8765/cb", "http://127.0.0.2:8765/cb", "http://127.0.0.1.evil.example:8765/cb", "http://[::1]:8765/cb",
+  "http://127.0.0.1:8765@evil.example/cb", "http://127.0.0.1:08765/cb/..",
 ];
+
+/** Loopback redirect URIs that differ from a registered one in the port alone: accepted (RFC 8252 §7.3). */
+export const OTHER_PORTS: readonly string[] = ["http://127.0.0.1:8766/cb", "http://127.0.0.1/cb", "http://127.0.0.1:1/cb"];
 
 /** Short strings that break parsers: control characters, broken escapes, lone surrogates, separators. */
 export const NASTY: readonly string[] = [

@@ -5,7 +5,7 @@
 import fc from "fast-check";
 import { AUTHORIZE_URL, ISSUER } from "../helpers.ts";
 import {
-  contentType, encodePairs, encoding, headerValue, huge, KNOWN_CLIENTS, mayHaveBody, method, nasty, NEAR_MISSES,
+  contentType, encodePairs, encoding, headerValue, huge, KNOWN_CLIENTS, mayHaveBody, method, nasty, NEAR_MISSES, OTHER_PORTS,
   type Pairs, paramName, randomPairs,
 } from "./arbitraries.ts";
 import type { Seen } from "./support.ts";
@@ -31,7 +31,7 @@ export const authorizePairs: fc.Arbitrary<Pairs> = fc.record({
       weight: 2,
       arbitrary: fc.tuple(
         fc.oneof(fc.constantFrom(...Object.keys(KNOWN_CLIENTS), "unknown", "SPA", "spa ", ""), nasty),
-        fc.oneof(fc.constantFrom(...ALL_URIS, ...NEAR_MISSES), nasty),
+        fc.oneof(fc.constantFrom(...ALL_URIS, ...NEAR_MISSES, ...OTHER_PORTS), nasty),
       ),
     },
   ),
@@ -90,6 +90,22 @@ export function authorizeRequest(i: AuthorizeInput): Request {
   return new Request(i.url, { method: i.method, headers, body: mayHaveBody(i.method) ? i.form : null });
 }
 
+/**
+ * Whether the oracle counts `uri` as registered: the exact string (RFC 9700 §4.1.3), or an http loopback URI
+ * that differs from a registered one in its port alone (RFC 8252 §7.3: a native app binds any free port).
+ * Written here from the RFCs, not taken from lib/redirect_uri.ts, so the oracle stays independent.
+ */
+export function isRegistered(registered: readonly string[], uri: string): boolean {
+  if (registered.includes(uri)) return true;
+  const loopback = (u: string) => {
+    const m = /^http:\/\/(127\.0\.0\.1|\[::1\]|localhost)(?::(\d{1,5}))?([/?][^#]*)?$/.exec(u);
+    if (m === null || (m[2] !== undefined && (Number(m[2]) < 1 || Number(m[2]) > 65535))) return undefined;
+    return `${m[1]}${m[3] ?? ""}`;
+  };
+  const bare = loopback(uri);
+  return bare !== undefined && registered.some((r) => loopback(r) === bare);
+}
+
 /** The response parameters a redirect may add to a registered URI (RFC 6749 §4.1.2, §4.1.2.1; RFC 9207). */
 const ADDED = new Set(["code", "state", "error", "error_description", "iss"]);
 
@@ -107,7 +123,7 @@ export function redirectProblems(requestUrl: string, seen: Seen, codeAllowed: bo
   if (ids.length !== 1 || uris.length !== 1) return [`redirect to ${location} for ${ids.length} client_id and ${uris.length} redirect_uri`];
   const client = Object.hasOwn(KNOWN_CLIENTS, ids[0]!) ? KNOWN_CLIENTS[ids[0]!] : undefined;
   if (client === undefined || !client.active) return [`redirect to ${location} for client ${JSON.stringify(ids[0])}`];
-  if (!client.redirect_uris.includes(uris[0]!)) return [`redirect to ${location}: ${JSON.stringify(uris[0])} is not registered`];
+  if (!isRegistered(client.redirect_uris, uris[0]!)) return [`redirect to ${location}: ${JSON.stringify(uris[0])} is not registered`];
   const problems: string[] = [];
   const to = new URL(location);
   const registered = new URL(uris[0]!);

@@ -14,6 +14,7 @@ import { FAULT_MODES, FaultInjector, type FaultMode, figures, oauthErrorProblems
 
 /** Small, so that a hung store costs a test little; the option under test is the same at any value. */
 const STORAGE_TIMEOUT = 50;
+const RS_SECRET = "resource-server-secret-0123456789";
 
 const tally = { injected: 0, answered5xx: 0, unsaved: 0, retried: 0, fresh: 0 };
 afterAll(() => {
@@ -29,12 +30,19 @@ interface World {
   f: Fixture;
   injector: FaultInjector;
   api: (request: Request) => Promise<Response>;
+  /** Store calls (counted from `arm`) made before the current step's request. */
+  stepStart: number;
 }
 
 async function world(): Promise<World> {
   const injector = new FaultInjector(memoryStorage(), STORAGE_TIMEOUT * 2);
   const f = await fixture({ storage: injector.storage, storageTimeout: STORAGE_TIMEOUT });
-  return { f, injector, api: f.server.protect("read", (_, info) => Response.json(info)) };
+  // Clients introspect only their own tokens: the introspection step is a resource server's, as in production.
+  await f.server.clients.register({
+    client_id: "rs", client_secret: RS_SECRET, name: "Resource server", type: "confidential",
+    scopes: ["read"], grant_types: ["client_credentials"], introspection: "all",
+  });
+  return { f, injector, api: f.server.protect("read", (_, info) => Response.json(info)), stepStart: 0 };
 }
 
 type State = Record<string, string>;
@@ -46,6 +54,11 @@ interface Step {
   page?: true;
   /** A retry after a fault that did commit may legitimately find its code or refresh token spent. */
   spends?: true;
+  /**
+   * The store verb whose success spends the step's single-use input (a consent approval): once that call has
+   * done its work, a retry of the interrupted request must be refused cleanly, whatever failed after it.
+   */
+  spentBy?: string;
   send(w: World, st: State): Promise<Response>;
   accept(w: World, st: State, seen: Seen): Promise<void>;
 }
@@ -81,6 +94,7 @@ function codeFlow(client: "spa" | "web"): Step[] {
     {
       name: "consent: allow",
       page: true,
+      spentBy: "markOnce",
       send: (w, st) => w.f.server.fetch(new Request(authorizeUrl(params(st)), { method: "POST", headers: form, body: new URLSearchParams({ decision: "allow", csrf: st.csrf! }) })),
       accept: async (w, st, seen) => {
         expect(seen.status, seen.body.slice(0, 200)).toBe(303);
@@ -137,7 +151,7 @@ function resourceSteps(auth: Record<string, string>, prefix: string, scope = "re
       name: "introspection",
       send: (w, st) => w.f.server.fetch(new Request(`${ISSUER}/introspect`, {
         method: "POST",
-        headers: { ...form, authorization: basicHeader("web", SECRETS.web) },
+        headers: { ...form, authorization: basicHeader("rs", RS_SECRET) },
         body: new URLSearchParams({ token: st[`${prefix}_access`]! }),
       })),
       accept: async (_, __, seen) => expect(JSON.parse(seen.body || "{}"), seen.body).toMatchObject({ active: true }),
@@ -189,6 +203,7 @@ async function runSteps(w: World, steps: Step[], st: State, from: number, label:
   for (let i = from; i < steps.length; i++) {
     const step = steps[i]!;
     const before = w.injector.fired;
+    w.stepStart = w.injector.calls.length;
     const seen = await see(await step.send(w, st));
     if (w.injector.fired > before) {
       expectCleanFailure(step, seen, st, `${label}, ${step.name}`);
@@ -210,6 +225,12 @@ async function callsOf(flow: (typeof FLOWS)[number]): Promise<string[]> {
 /** Modes in which the broken call changed nothing: the interrupted step must then simply work when retried. */
 const CHANGES_NOTHING: readonly FaultMode[] = ["reject", "throw", "hang", "outage"];
 
+/** Whether the interrupted step's `spentBy` call did its work: it succeeded, or the fault let it commit. */
+function spentBefore(w: World, step: Step, mode: FaultMode): boolean {
+  if (step.spentBy === undefined) return false;
+  return w.injector.calls.slice(w.stepStart).some((c) => c.method === step.spentBy && (!c.faulted || !CHANGES_NOTHING.includes(mode)));
+}
+
 describe.each(FLOWS)("$name", (flow) => {
   test.each(FAULT_MODES)("the k-th store call %s, for every k", async (mode) => {
     const calls = await callsOf(flow);
@@ -229,8 +250,15 @@ describe.each(FLOWS)("$name", (flow) => {
       w.injector.clear();
       await w.injector.settled();
       const step = flow.steps[stopped]!;
+      const spent = spentBefore(w, step, mode);
       const retry = await see(await step.send(w, st));
-      if (CHANGES_NOTHING.includes(mode) || !step.spends || retry.status === 200) {
+      if (spent) {
+        // A consent approval is single-use (issue 15, finding 2): once spent, a replay of the form gets the
+        // error page, no redirect and no code, and the user starts again below.
+        expect({ status: retry.status, location: retry.headers.get("location") }, `${label}: retry of a spent approval`).toEqual({ status: 403, location: null });
+        expect(retry.headers.get("content-type"), `${label}: an HTML error page`).toMatch(/^text\/html/);
+        expect(retry.body, `${label}: retry of a spent approval`).toMatch(/already used/);
+      } else if (CHANGES_NOTHING.includes(mode) || !step.spends || retry.status === 200) {
         await step.accept(w, st, retry);
         expect(await runSteps(w, flow.steps, st, stopped + 1, `${label}, rest of the flow`)).toBe(-1);
         tally.retried++;

@@ -18,7 +18,7 @@ import {
   authorization, bodyOf, contentType, encodePairs, encoding, headerValue, KNOWN_CLIENTS, mayHaveBody, method,
   mutatedPairs, nasty, type Pairs, paramName, paramValue, pick, Q_URIS, randomPairs, remoteAddress, tokenTarget,
 } from "./arbitraries.ts";
-import { authorizeInput, authorizeRequest, CHALLENGE, redirectProblems } from "./authorize_inputs.ts";
+import { authorizeInput, authorizeRequest, CHALLENGE, isRegistered, redirectProblems } from "./authorize_inputs.ts";
 import { env, envInt, figures, internalDetail, oauthErrorProblems, type Seen, see, TOKEN_ERROR_CODES } from "./support.ts";
 import { applyMutation, exchange, mutation, SCENARIOS, toRequest } from "./token_mutations.ts";
 
@@ -494,7 +494,7 @@ describe("authorization endpoint", () => {
         // A consent page is only for a request naming an active client and one of its own redirect URIs.
         const query = new URL(request.url).searchParams;
         const client = Object.hasOwn(KNOWN_CLIENTS, query.get("client_id") ?? "") ? KNOWN_CLIENTS[query.get("client_id")!] : undefined;
-        if (!client?.active || !client.redirect_uris.includes(query.get("redirect_uri") ?? "")) problems.push("a consent page for an unregistered request");
+        if (!client?.active || !isRegistered(client.redirect_uris, query.get("redirect_uri") ?? "")) problems.push("a consent page for an unregistered request");
       }
       fail(problems, i);
     });
@@ -504,17 +504,17 @@ describe("authorization endpoint", () => {
   // the form. The code comes back only for "allow" with that request's own token and a change that means
   // nothing; anything that alters what the user approved gets no code.
   test("a code is only issued for an allowed consent whose CSRF token was made for exactly this request", async () => {
-    const bases: { params: Pairs; csrf: string }[] = [];
+    const bases: Pairs[] = [];
     for (const params of [
       codeRequest("spa", { code_challenge: CHALLENGE, code_challenge_method: "S256" }),
       codeRequest("web"),
       codeRequest("web", { redirect_uri: OTHER_REDIRECT, scope: "write", state: "é & =" }),
       codeRequest("q", { redirect_uri: Q_URIS[0]!, code_challenge: CHALLENGE, code_challenge_method: "S256" }),
       codeRequest("q", { redirect_uri: Q_URIS[2]!, code_challenge: CHALLENGE, code_challenge_method: "S256" }),
-    ]) {
-      const page = await getAuthorize(f.server, params);
-      bases.push({ params: Object.entries(params), csrf: csrfOf(await page.text()) });
-    }
+    ]) bases.push(Object.entries(params));
+    // A consent approval is single-use (issue 15, finding 2): every run gets its own, unspent consent forms, so
+    // a refusal is due to the change alone.
+    const formOf = async (params: Pairs) => csrfOf(await (await getAuthorize(f.server, Object.fromEntries(params))).text());
     const consentInput = fc.record({
       base: fc.nat(),
       change: fc.oneof(
@@ -523,7 +523,7 @@ describe("authorization endpoint", () => {
       ),
     });
     await check("authorize: consent", consentInput, async ({ base: b, change }) => {
-      const base = bases[b % bases.length]!;
+      const base = { params: bases[b % bases.length]!, csrf: await formOf(bases[b % bases.length]!) };
       const pairs = base.params.map(([k, v]): [string, string] => [k, v]);
       const at = change.at % pairs.length;
       let prefix = AUTHORIZE_URL + "&";
@@ -548,7 +548,7 @@ describe("authorization endpoint", () => {
           break;
         }
         case "user": user = "mallory"; break;
-        case "other-csrf": form = [["decision", "allow"], ["csrf", bases[(b + 1) % bases.length]!.csrf]]; break;
+        case "other-csrf": form = [["decision", "allow"], ["csrf", await formOf(bases[(b + 1) % bases.length]!)]]; break;
         case "flip-csrf": form = [["decision", "allow"], ["csrf", base.csrf.slice(0, -2) + (base.csrf.endsWith("AA") ? "BB" : "AA")]]; break;
         case "no-csrf": form = [["decision", "allow"]]; break;
         case "decision": form = [["decision", ["deny", "ALLOW", "allow ", "", "yes"][at % 5]!], ["csrf", base.csrf]]; break;
@@ -561,6 +561,18 @@ describe("authorization endpoint", () => {
       const code = seen.status === 303 && new URL(seen.headers.get("location") ?? "x:").searchParams.has("code");
       if (code) saw("codes issued on consent");
       if (neutral && !code) problems.push(`no code for an unchanged consent: ${seen.status} ${seen.headers.get("location") ?? seen.body.slice(0, 120)}`);
+      // Then the form once more, unchanged: a spent approval (an allow or a deny) gives nothing a second time;
+      // a refused one was not spent, and the user's own unchanged form still gets its code.
+      const spent = neutral || (change.kind === "decision" && at % 5 === 0);
+      const again = new Request(AUTHORIZE_URL + "&" + new URLSearchParams(base.params).toString(), {
+        method: "POST", headers: { "content-type": "application/x-www-form-urlencoded", "x-test-user": "alice" },
+        body: new URLSearchParams({ decision: "allow", csrf: base.csrf }).toString(),
+      });
+      const replay = await fetchSeen(f.server, again);
+      const replayCode = replay.status === 303 && new URL(replay.headers.get("location") ?? "x:").searchParams.has("code");
+      problems.push(...crashProblems(replay), ...redirectProblems(again.url, replay, !spent));
+      if (spent && (replayCode || replay.status !== 403)) problems.push(`a spent consent form answered again: ${replay.status} ${replay.headers.get("location") ?? ""}`);
+      if (!spent && !replayCode) problems.push(`a refused request spent the consent form: ${replay.status} ${replay.body.slice(0, 120)}`);
       fail(problems, { base: base.params, change });
     });
   }, timeoutOf("authorize: consent"));
