@@ -114,7 +114,7 @@ describe("the packed tarball", () => {
     expect(out.cases).toBeGreaterThan(0);
   }, 60_000);
 
-  test("its bin runs with npx: --help, --version, hash-password, clients add and list, and serve with a config file", async () => {
+  test("its bin runs with npx: --help, --version, hash-password, clients add and list, serve with a config file, its request log and health checks", async () => {
     const npx = (args: string[], input = "") =>
       execFileSync("npx", ["--no-install", "oauth2-fetch-server", ...args], {
         cwd: consumer, encoding: "utf8", timeout: 60_000, input,
@@ -138,8 +138,8 @@ describe("the packed tarball", () => {
       cwd: consumer, stdio: ["ignore", "pipe", "pipe"], detached: true,
     });
     try {
+      let output = "";
       const url = await new Promise<string>((resolve, reject) => {
-        let output = "";
         const timer = setTimeout(() => reject(new Error(output)), 30_000);
         const onData = (chunk: Buffer) => {
           output += chunk;
@@ -154,6 +154,14 @@ describe("the packed tarball", () => {
         body: new URLSearchParams({ grant_type: "client_credentials", client_id: "job", client_secret: added.client_secret, scope: "read" }),
       });
       expect(response.status).toBe(200);
+      // The health check, and the request log on stdout.
+      expect((await fetch(`${url}/healthz`)).status).toBe(200);
+      expect((await fetch(`${url}/readyz`)).status).toBe(200);
+      await new Promise((resolve) => setTimeout(resolve, 200));
+      const logged = output.split("\n").filter((line) => line.startsWith("{")).map((line) => JSON.parse(line));
+      expect(logged.map((l) => [l.path, l.status])).toEqual([["/token", 200], ["/healthz", 200], ["/readyz", 200]]);
+      expect(logged[0]).toMatchObject({ method: "POST", client_id: "job" });
+      expect(output).not.toContain(added.client_secret);
     } finally {
       process.kill(-child.pid!, "SIGKILL");
     }
