@@ -214,6 +214,17 @@ describe("CookieJar", () => {
     expect(jar.header(new URL("http://a.test/login/x"))).toBe("root=6");
   });
 
+  it("sends only SameSite=None cookies with a cross-site request, and takes a cookie without SameSite as Lax", () => {
+    const jar = new CookieJar();
+    jar.store(new URL("http://a.test/"), new Headers([
+      ["set-cookie", "lax=1; Path=/"],
+      ["set-cookie", "strict=2; Path=/; SameSite=Strict"],
+      ["set-cookie", "none=3; Path=/; SameSite=None; Secure"],
+    ]));
+    expect(jar.header(new URL("https://a.test/x"))).toBe("lax=1; strict=2; none=3");
+    expect(jar.header(new URL("https://a.test/x"), { crossSite: true })).toBe("none=3");
+  });
+
   it("sends Secure cookies to loopback over http, as browsers do", () => {
     const jar = new CookieJar();
     jar.store(new URL("http://127.0.0.1:8080/"), new Headers([["set-cookie", "s=1; Path=/; Secure; HttpOnly"]]));

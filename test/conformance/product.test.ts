@@ -92,6 +92,19 @@ describe("root causes", () => {
   });
 });
 
+describe("one rule broken in many places", () => {
+  it("is one root cause, with the other cases listed after it", async () => {
+    const same = (id: string, what: string): CaseDef => ({
+      id, title: id, area: "token", ref: "RFC 6749 §5.2", level: "MUST", profiles: ["spec"], positive: true,
+      run: (ctx) => ctx.fail(`${what}: a 401 response must carry WWW-Authenticate (RFC 6749 §5.2, RFC 9110 §15.5.2)`, undefined, true),
+    });
+    const cases = [same("G-ONE", "an unknown client"), same("G-TWO", "a wrong secret"), same("G-THREE", "no secret")];
+    const report = await runConformance(referenceTarget(), { cases, fetch: broken, preflight: false });
+    expect(report.root_causes.map((c) => [c.id, c.also])).toEqual([["G-ONE", ["G-TWO", "G-THREE"]]]);
+    expect(formatText(report)).toContain("the same in 2 more: G-TWO, G-THREE");
+  });
+});
+
 describe("profiles", () => {
   it("tags every case with its profiles and an RFC section, and leaves the spec's own rules out of rfc6749", () => {
     for (const c of ALL_CASES) {
@@ -107,26 +120,26 @@ describe("profiles", () => {
   it("an RFC-legal server that accepts several scopes and a default scope fails the spec profile but passes rfc6749", async () => {
     // One app per run: the failed client authentications of one run must not throttle the next.
     const lenientApp = async () => {
-    const { fetch } = await referenceApp();
-    // Takes the first of several scopes, and the client's first scope when none is sent: legal under RFC 6749 §3.3.
-    const lenient: typeof fetch = async (request) => {
-      const url = new URL(request.url);
-      const fix = (params: URLSearchParams, client: string | null) => {
-        const scope = params.get("scope");
-        if (scope !== null && scope.includes(" ")) params.set("scope", scope.split(" ")[0]!);
-        if (scope === null && client === "demo-backend" && params.get("grant_type") === "client_credentials") params.set("scope", "exports");
-        if (scope === null && params.get("response_type") === "code") params.set("scope", "reports.read");
+      const { fetch } = await referenceApp();
+      // Takes the first of several scopes, and the client's first scope when none is sent: legal under RFC 6749 §3.3.
+      const lenient: typeof fetch = async (request) => {
+        const url = new URL(request.url);
+        const fix = (params: URLSearchParams, client: string | null) => {
+          const scope = params.get("scope");
+          if (scope !== null && scope.includes(" ")) params.set("scope", scope.split(" ")[0]!);
+          if (scope === null && client === "demo-backend" && params.get("grant_type") === "client_credentials") params.set("scope", "exports");
+          if (scope === null && params.get("response_type") === "code") params.set("scope", "reports.read");
+        };
+        if (url.searchParams.get("action") === "authorize") fix(url.searchParams, url.searchParams.get("client_id"));
+        if (request.method === "POST" && url.searchParams.get("action") === "token") {
+          const form = new URLSearchParams(await request.text());
+          fix(form, form.get("client_id"));
+          return fetch(new Request(url, { method: "POST", headers: request.headers, body: form.toString() }));
+        }
+        const body = request.method === "POST" ? await request.text() : undefined;
+        return fetch(new Request(url, { method: request.method, headers: request.headers, ...(body === undefined ? {} : { body }) }));
       };
-      if (url.searchParams.get("action") === "authorize") fix(url.searchParams, url.searchParams.get("client_id"));
-      if (request.method === "POST" && url.searchParams.get("action") === "token") {
-        const form = new URLSearchParams(await request.text());
-        fix(form, form.get("client_id"));
-        return fetch(new Request(url, { method: "POST", headers: request.headers, body: form.toString() }));
-      }
-      const body = request.method === "POST" ? await request.text() : undefined;
-      return fetch(new Request(url, { method: request.method, headers: request.headers, ...(body === undefined ? {} : { body }) }));
-    };
-    return lenient;
+      return lenient;
     };
     const spec = await run(await lenientApp(), { profile: "spec" });
     expect(spec.results.filter((r) => r.verdict === "FAIL").map((r) => r.id).sort()).toEqual(
