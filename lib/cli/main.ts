@@ -30,6 +30,11 @@ export interface CliRuntime {
   exit(code: number): void;
   /** The runtime's SQLite and a loader for the optional database drivers, for `--store`. */
   drivers?: StoreDrivers;
+  /**
+   * Set when the runtime's server cannot close connections that stall (Deno.serve has no timeouts): then
+   * `serve` listens beyond loopback only with `--trust-proxy`, i.e. behind a proxy that times slow clients out.
+   */
+  noConnectionTimeouts?: string;
   /** Appends text to a file, creating it (the audit log). */
   appendText?(path: string, text: string): Promise<void>;
 }
@@ -121,6 +126,15 @@ async function serve(flags: Flags, _: string | undefined, runtime: CliRuntime): 
   if (args.store !== undefined) config.store = args.store;
   if (args.secret !== undefined) config.secret = args.secret;
   if (args.trustProxy !== undefined) config.trust_proxy = args.trustProxy;
+  // Slowloris (finding 8 of issue 15): where the server cannot time out stalled connections, only a proxy can.
+  const loopback = ["127.0.0.1", "::1", "localhost", "[::1]"].includes(args.host) || args.host.startsWith("127.");
+  if (runtime.noConnectionTimeouts !== undefined && !loopback && (config.trust_proxy ?? []).length === 0) {
+    throw new Error(
+      `Cannot listen on ${args.host} with ${runtime.noConnectionTimeouts}: it never closes connections that stall ` +
+        `(slowloris). Listen on 127.0.0.1 behind a reverse proxy that times out slow clients, and name the proxy ` +
+        `with --trust-proxy (or trust_proxy in the config).`,
+    );
+  }
   if (args.config !== undefined) for (const warning of configWarnings(config, args.config)) console.error(warning);
   let envSecret: string | undefined;
   try {

@@ -33,5 +33,6 @@ await main({
   onSignal: (signal, listener) => deno.addSignalListener(signal, listener),
   drivers: nodeDrivers,
   exit: (code) => deno.exit(code),
+  noConnectionTimeouts: "Deno",
   appendText: (path, text) => deno.writeTextFile(path, text, { append: true }),
 });

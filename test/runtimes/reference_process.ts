@@ -76,7 +76,7 @@ export function startReference(runtime: string, configValue: Record<string, unkn
     const timer = setTimeout(() => reject(new Error(`no listening line in 20 s from ${runtime}:\n${output}`)), 20_000);
     const onData = (chunk: Buffer) => {
       output += chunk.toString();
-      const match = /^listening on (http:\/\/127\.0\.0\.1:\d+)$/m.exec(output);
+      const match = /^listening on (http:\/\/(?:127\.0\.0\.1|localhost):\d+)$/m.exec(output);
       if (match) {
         clearTimeout(timer);
         resolve({

@@ -1,0 +1,67 @@
+/**
+ * Checks of a request's head that every adapter makes before routing (RFC 9112 §3.2, RFC 9110 §7.2), so that
+ * Node, Deno and Bun answer the same: exactly one `Host`, matching the URI authority grammar (no userinfo, a
+ * port of at most 65535), and a request target in origin form with no dot segments, routed as received.
+ * Absolute-form targets are taken as their path and query (Bun cannot tell them apart); the authority they
+ * carry is never used: absolute URLs come from the configured issuer only.
+ *
+ * @module
+ */
+
+// RFC 3986 §3.2.2: an IP-literal, or a reg-name / IPv4address of unreserved, pct-encoded and sub-delims.
+const IP_LITERAL = /^\[(?:[0-9A-Fa-f]{0,4}:){2,7}(?:[0-9A-Fa-f]{0,4}|\d{1,3}(?:\.\d{1,3}){3})\]$/;
+const REG_NAME = /^(?:[A-Za-z0-9\-._~!$&'()*+,;=]|%[0-9A-Fa-f]{2})+$/;
+
+/** Whether `value` is a valid `Host` header value: `host [":" port]`, no userinfo, a port of 1-5 digits ≤ 65535. */
+export function validHost(value: string): boolean {
+  if (value.length === 0 || value.length > 255 + 6) return false;
+  let host = value;
+  const colon = value.lastIndexOf(":");
+  if (colon !== -1 && !value.endsWith("]")) {
+    const port = value.slice(colon + 1);
+    if (!/^\d{1,5}$/.test(port) || Number(port) > 65535) return false;
+    host = value.slice(0, colon);
+  }
+  return host.startsWith("[") ? IP_LITERAL.test(host) : REG_NAME.test(host);
+}
+
+/** Why a request target cannot be routed, or null when it is fine. `target` is origin form (see {@link originForm}). */
+export function targetProblem(target: string): string | null {
+  if (!target.startsWith("/")) return "The request target must be a path";
+  // "//host/…" would read as an authority to anything resolving it against a base URL.
+  if (target.startsWith("//")) return "The request target must not start with //";
+  const end = target.search(/[?#]/);
+  const path = end === -1 ? target : target.slice(0, end);
+  for (const segment of path.split("/")) {
+    const decoded = segment.replace(/%2e/gi, ".");
+    if (decoded === "." || decoded === "..") return "The request target must not hold dot segments";
+  }
+  return null;
+}
+
+/** The origin form of a target: an absolute-form `http(s)://authority/path?query` becomes `/path?query`. */
+export function originForm(target: string): string {
+  const match = /^https?:\/\/[^/?#]*(.*)$/i.exec(target);
+  if (match === null) return target;
+  const rest = match[1]!;
+  return rest.startsWith("/") ? rest : `/${rest}`;
+}
+
+/**
+ * The problem with a request's head, or null. `hosts` is every `Host` value received (an adapter that only sees
+ * them joined passes the joined string, which then fails the grammar).
+ */
+export function requestHeadProblem(hosts: readonly string[], target: string): string | null {
+  if (hosts.length === 0) return "The Host header is missing";
+  if (hosts.length > 1) return "The Host header is repeated";
+  if (!validHost(hosts[0]!)) return "The Host header is malformed";
+  return targetProblem(originForm(target));
+}
+
+/** The plain 400 an adapter sends for a bad request head, before any routing: no body worth reading. */
+export function badRequestHead(reason: string): Response {
+  return new Response(JSON.stringify({ error: "invalid_request", error_description: reason }), {
+    status: 400,
+    headers: { "content-type": "application/json", "cache-control": "no-store", connection: "close" },
+  });
+}
