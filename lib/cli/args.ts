@@ -142,7 +142,7 @@ export function usage(group?: string): string {
     return `  ${head.padEnd(width)}  ${COMMANDS[n]!.summary}`;
   });
   return [
-    `usage: oauth2-fetch-server ${group ?? "[COMMAND]"} [FLAGS]   (v${VERSION})`,
+    `usage: oauth2-fetch-server ${group === undefined ? "[COMMAND]" : `${group} SUBCOMMAND`} [FLAGS]   (v${VERSION})`,
     "",
     ...lines,
     "",
