@@ -8,6 +8,7 @@ import { type CaseDef, Outcome } from "./case.ts";
 import { type AdvanceClock, CaseContext } from "./context.ts";
 import type { ApprovalDriver } from "./drivers/driver.ts";
 import { describe, type FetchLike, Recorder } from "./http.ts";
+import { preflight, PreflightError } from "./preflight.ts";
 import type { Target } from "./target.ts";
 import type { CaseResult, Exchange, Profile, Verdict } from "./types.ts";
 
@@ -106,6 +107,11 @@ function secretsOf(target: Target): string[] {
 
 /** Runs one case and returns its result; never throws. */
 export async function runCase(def: CaseDef, target: Target, options: RunOptions): Promise<CaseResult> {
+  return (await runOne(def, target, options)).result;
+}
+
+/** Runs one case; also says whether a request of it got no answer at all (refused connection, reset). */
+async function runOne(def: CaseDef, target: Target, options: RunOptions): Promise<{ result: CaseResult; silent: boolean }> {
   const started = Date.now();
   const controller = new AbortController();
   const http = new Recorder(options.fetch, controller.signal, secretsOf(target));
@@ -159,7 +165,8 @@ export async function runCase(def: CaseDef, target: Target, options: RunOptions)
   if (wording && (verdict === "FAIL" || verdict === "WARN")) result.wording = true;
   if (verdict === "BLOCKED") result.blocked_by = "control";
   if (options.trace) result.trace = [...http.exchanges];
-  return result;
+  const silent = !controller.signal.aborted && http.exchanges.some((e) => e.response === undefined && e.error !== undefined);
+  return { result, silent };
 }
 
 /** Whether a case's rule is a security rule. */
@@ -199,7 +206,16 @@ export async function runCases(
     // A control that did not pass (a failed SHOULD control included) leaves nothing to conclude.
     const failed = (def.needs ?? []).map((id) => done.get(id)!).find((r) => r.verdict !== "PASS");
     let result: CaseResult;
-    if (failed === undefined) result = await runCase(def, target, options);
+    if (failed === undefined) {
+      const one = await runOne(def, target, options);
+      result = one.result;
+      // A request went unanswered: if the target is gone, say so once instead of timing out case after case.
+      if (one.silent) {
+        await preflight(target, options.fetch).catch((error: unknown) => {
+          throw new PreflightError(`The target stopped answering during ${def.id}: ${error instanceof Error ? error.message : String(error)}`);
+        });
+      }
+    }
     else if (failed.verdict === "SKIP") {
       result = baseResult(def, "SKIP", 0);
       result.message = `Its prerequisite ${failed.id} was skipped: ${failed.message ?? ""}`;

@@ -246,6 +246,19 @@ describe("fail fast", () => {
     expect(Date.now() - started).toBeLessThan(15_000);
   }, 30_000);
 
+  it("a target that stops answering mid-run aborts the run with one message", async () => {
+    const { fetch } = await referenceApp();
+    let gone = false;
+    const dying = (request: Request) => {
+      if (gone) return Promise.reject(new TypeError("fetch failed", { cause: new Error("connect ECONNREFUSED 127.0.0.1:8080") }));
+      return fetch(request);
+    };
+    const started = Date.now();
+    const run1 = run(dying, { onResult: (r) => void (gone ||= r.id === "AUTHZ-STATE-PASSTHROUGH") });
+    await expect(run1).rejects.toThrow(/^The target stopped answering during AUTHZ-DENY-ACCESS_DENIED: Cannot reach the token endpoint .*ECONNREFUSED/);
+    expect(Date.now() - started).toBeLessThan(10_000);
+  });
+
   it("a wrong token_url or client secret is named before any case runs", async () => {
     const { fetch } = await referenceApp();
     const wrongUrl = parseTarget({ ...JSON.parse(readFileSync(join(ROOT, "conformance/targets/reference.json"), "utf8")), token_url: "oauth/token" });
