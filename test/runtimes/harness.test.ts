@@ -4,7 +4,11 @@ import { readFileSync } from "node:fs";
 import * as vitest from "vitest";
 import { expect, test } from "vitest";
 
-const g = globalThis as { Deno?: { version: { deno: string } }; Bun?: { version: string }; process?: { versions?: { node?: string } } };
+const g = globalThis as {
+  Deno?: { version: { deno: string } };
+  Bun?: { version: string };
+  process?: { versions?: { node?: string }; env?: Record<string, string | undefined> };
+};
 const runtime = g.Deno ? "deno" : g.Bun ? "bun" : "node";
 const lock = JSON.parse(readFileSync("package-lock.json", "utf8")) as { packages: Record<string, { version?: string }> };
 const pinned = (name: string): string | undefined => lock.packages[`node_modules/${name}`]?.version;
@@ -25,8 +29,10 @@ test(`the "vitest" import is the runner of the runtime (${runtime})`, async () =
 });
 
 test(`the runtime is the version CI pins (${runtime})`, () => {
-  const hint = "run the tests through the npm scripts (npm run test:deno / test:bun), which use node_modules/.bin";
+  const hint = "run the tests through the npm scripts (npm test, test:node26, test:deno, test:bun), which use node_modules/.bin";
   if (runtime === "deno") expect(g.Deno!.version.deno, hint).toBe(pinned("deno"));
   else if (runtime === "bun") expect(g.Bun!.version, hint).toBe(pinned("bun"));
-  else expect(Number(g.process!.versions!.node!.split(".")[0])).toBeGreaterThanOrEqual(20);
+  // Node: the oldest supported line (the `node` devDependency, first on PATH in npm scripts), or the current LTS
+  // line (`node26`) under `npm run test:node26`, which names it in TEST_NODE_PACKAGE.
+  else expect(g.process!.versions!.node, hint).toBe(pinned(g.process!.env?.TEST_NODE_PACKAGE ?? "node"));
 });
