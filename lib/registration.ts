@@ -158,15 +158,25 @@ export function buildRegisteredClient(
 }
 
 /**
- * Removes registered (and document) clients unused for `maxIdleMs`: no token issued or refreshed since, nor
- * since their creation. Deleting a client revokes its grants. Returns how many were removed.
+ * Removes registered (and document) clients that have no live grant and have been unused for `maxIdleMs`.
+ * A client that never received a token has no grant, so it goes `maxIdleMs` after its creation (most of the
+ * clients hosts register and abandon). One that did may still hold a live refresh token until
+ * `grantLifetimeMs` after its last use (a grant never outlives its authorization, which is no later than that
+ * use), so it stays at least that long. Deleting a client revokes its grants. Returns how many were removed.
  */
-export async function removeUnusedClients(storage: Storage, now: number, maxIdleMs: number): Promise<number> {
+export async function removeUnusedClients(
+  storage: Storage,
+  now: number,
+  maxIdleMs: number,
+  grantLifetimeMs: number,
+): Promise<number> {
   let removed = 0;
   for (const client of await storage.listClients()) {
     if (client.origin !== "registration" && client.origin !== "document") continue;
-    if (now - (client.last_used_at ?? client.created_at) < maxIdleMs) continue;
-    if (await storage.deleteClient(client.client_id)) removed++;
+    const idle = client.last_used_at === undefined
+      ? now - client.created_at >= maxIdleMs
+      : now - client.last_used_at >= Math.max(maxIdleMs, grantLifetimeMs);
+    if (idle && await storage.deleteClient(client.client_id)) removed++;
   }
   return removed;
 }

@@ -106,8 +106,8 @@ describe("enabled", () => {
     expect(Number(blocked.headers.get("retry-after"))).toBeGreaterThan(0);
   });
 
-  test("registered clients unused for the configured days are removed, with their tokens", async () => {
-    const { server, clock, storage } = await mcpFixture({ registration: { enabled: true, removeUnusedAfterDays: 2 } });
+  test("registered clients without live grants, unused for the configured days, are removed", async () => {
+    const { server, clock, storage } = await mcpFixture({ registration: { enabled: true, removeUnusedAfterDays: 2 }, lifetimes: { refreshToken: 5 * 24 * 3600 } });
     const idle = await (await register(server, PUBLIC)).json() as { client_id: string };
     const used = await (await register(server, PUBLIC)).json() as { client_id: string };
     clock.advance(36 * 3600);
@@ -116,7 +116,15 @@ describe("enabled", () => {
     clock.advance(36 * 3600);
     await register(server, PUBLIC); // reaping runs on a registration, at most hourly
     expect(await storage.getClient(idle.client_id)).toBeNull();
+    // Unused for 3 days, but its refresh token lives 5 days from the authorization: kept.
+    clock.advance(36 * 3600);
+    await register(server, PUBLIC);
     expect(await storage.getClient(used.client_id)).not.toBeNull();
+    expect((await post(server, "/token", { grant_type: "refresh_token", client_id: used.client_id, refresh_token: String(flow.body.refresh_token) })).status).toBe(200);
+    // Past every grant's lifetime after the last use: removed, and its tokens die with it.
+    clock.advance(6 * 24 * 3600);
+    await register(server, PUBLIC);
+    expect(await storage.getClient(used.client_id)).toBeNull();
     expect(await storage.getClient("cli")).not.toBeNull(); // configured clients are never reaped
   });
 });

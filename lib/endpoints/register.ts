@@ -52,7 +52,7 @@ async function reapUnused(context: ServerContext, now: number): Promise<void> {
   if (maxIdle === undefined || now - (lastReap.get(context.registration!) ?? -Infinity) < REAP_INTERVAL_MS) return;
   lastReap.set(context.registration!, now);
   try {
-    await removeUnusedClients(context.storage, now, maxIdle);
+    await removeUnusedClients(context.storage, now, maxIdle, context.refreshTokenTtl);
   } catch (error) {
     // The registration itself succeeded; a failed clean-up is retried at the next interval.
     context.onError(error, { endpoint: "register", method: "POST", path: "/register" });
