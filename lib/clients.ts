@@ -6,6 +6,7 @@
 import { audit } from "./audit.ts";
 import { randomToken, sha256 } from "./crypto.ts";
 import { ConfigurationError } from "./errors.ts";
+import { grantTypesProblem } from "./grants/registry.ts";
 import type { ResolvedOptions } from "./options.ts";
 import type { ClientRecord, GrantType } from "./storage/types.ts";
 
@@ -59,7 +60,6 @@ export interface ClientRegistry {
   delete(clientId: string): Promise<boolean>;
 }
 
-const GRANT_TYPES: readonly GrantType[] = ["authorization_code", "refresh_token", "client_credentials"];
 // RFC 6749 Appendix A.1: client_id = *VSCHAR (0x20-0x7E).
 const CLIENT_ID = /^[\x20-\x7e]{1,255}$/;
 
@@ -99,14 +99,9 @@ export async function buildClient(
   }
   const grantTypes = r.grant_types ?? ["authorization_code", "refresh_token"];
   if (!Array.isArray(grantTypes) || grantTypes.length === 0) fail(`"grant_types" must be a non-empty list`);
-  for (const g of grantTypes) if (!GRANT_TYPES.includes(g)) fail(`unknown grant type "${String(g)}"`);
-  if (r.type === "public" && grantTypes.includes("client_credentials")) {
-    fail(`public client "${clientId}" cannot use client_credentials (RFC 6749 §4.4)`);
-  }
   const redirectUris = (r.redirect_uris ?? []).map(checkRedirectUri);
-  if (grantTypes.includes("authorization_code") && redirectUris.length === 0) {
-    fail(`client "${clientId}" uses authorization_code and needs at least one redirect URI`);
-  }
+  const problem = grantTypesProblem(grantTypes, { type: r.type, redirect_uris: redirectUris });
+  if (problem !== undefined) fail(`client "${clientId}": ${problem}`);
   if (!Array.isArray(r.scopes) || r.scopes.length === 0) fail(`"scopes" must list at least one scope`);
   for (const s of r.scopes) if (!options.scopes.has(s)) fail(`client "${clientId}" names unknown scope "${s}"`);
 

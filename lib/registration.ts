@@ -6,6 +6,9 @@
  */
 import { randomToken, sha256, timingSafeEqual } from "./crypto.ts";
 import { OAuthError } from "./errors.ts";
+import { CLIENT_AUTH_METHOD_NAMES, CLIENT_AUTH_METHODS } from "./client_auth/registry.ts";
+import type { PresentedCredentials } from "./client_auth/client_secret_basic.ts";
+import { GRANT_TYPES, grantOf } from "./grants/registry.ts";
 import { checkRedirectUriValue } from "./registration_rules.ts";
 import type { ClientRecord, GrantType, Storage } from "./storage/types.ts";
 
@@ -31,8 +34,6 @@ export interface RegistrationContext {
   clock: () => number;
 }
 
-const AUTH_METHODS = ["none", "client_secret_basic", "client_secret_post"] as const;
-const GRANTS: readonly GrantType[] = ["authorization_code", "refresh_token", "client_credentials"];
 /** Metadata stored and echoed as given, when they are strings (RFC 7591 §2). */
 const ECHOED_STRINGS = ["client_uri", "logo_uri", "tos_uri", "policy_uri", "software_id", "software_version"];
 
@@ -64,16 +65,17 @@ export function buildRegisteredClient(
   const m = body as Record<string, unknown>;
 
   const method = m.token_endpoint_auth_method ?? "client_secret_basic";
-  if (!AUTH_METHODS.includes(method as never)) {
-    throw metadataError("token_endpoint_auth_method must be none, client_secret_basic or client_secret_post");
+  if (!CLIENT_AUTH_METHOD_NAMES.includes(method as never)) {
+    throw metadataError(`token_endpoint_auth_method must be one of ${CLIENT_AUTH_METHOD_NAMES.join(", ")}`);
   }
-  const confidential = method !== "none";
+  const confidential = CLIENT_AUTH_METHODS[method as PresentedCredentials["method"]].confidential;
   const grants = m.grant_types ?? ["authorization_code"];
-  if (!Array.isArray(grants) || grants.length === 0 || !grants.every((g) => GRANTS.includes(g))) {
-    throw metadataError("grant_types may hold only authorization_code, refresh_token and client_credentials");
+  if (!Array.isArray(grants) || grants.length === 0 || !grants.every((g) => grantOf(g) !== undefined)) {
+    throw metadataError(`grant_types may hold only ${GRANT_TYPES.join(", ")}`);
   }
-  if (!confidential && grants.includes("client_credentials")) {
-    throw metadataError("client_credentials needs a confidential client (RFC 6749 §4.4)");
+  const confidentialOnly = grants.find((g) => grantOf(g)!.confidentialOnly);
+  if (!confidential && confidentialOnly !== undefined) {
+    throw metadataError(`${confidentialOnly} needs a confidential client (RFC 6749 §4.4)`);
   }
   const responseTypes = m.response_types ?? (grants.includes("authorization_code") ? ["code"] : []);
   if (!Array.isArray(responseTypes) || !responseTypes.every((t) => t === "code")) {
@@ -85,8 +87,9 @@ export function buildRegisteredClient(
 
   const redirectUris = m.redirect_uris ?? [];
   if (!Array.isArray(redirectUris)) throw new OAuthError("invalid_redirect_uri", { description: "redirect_uris must be a list" });
-  if (grants.includes("authorization_code") && redirectUris.length === 0) {
-    throw new OAuthError("invalid_redirect_uri", { description: "redirect_uris is required for authorization_code" });
+  const redirecting = grants.find((g) => grantOf(g)!.clientFields.includes("redirect_uris"));
+  if (redirecting !== undefined && redirectUris.length === 0) {
+    throw new OAuthError("invalid_redirect_uri", { description: `redirect_uris is required for ${redirecting}` });
   }
   for (const uri of redirectUris) {
     const problem = checkRedirectUriValue(uri);

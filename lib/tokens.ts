@@ -38,7 +38,7 @@ export interface MintRequest {
 /** Mints an access token (and a refresh token when asked): the response to send and the records to store. */
 export function mintTokens(
   request: MintRequest,
-  context: ServerContext,
+  context: Pick<ServerContext, "accessTokenTtl">,
   now: number,
 ): { response: TokenResponse; records: IssuedTokens } {
   const accessToken = randomToken();

@@ -9,8 +9,8 @@ import { OAuthError } from "../errors.ts";
 import type { Incoming } from "../http.ts";
 import type { ServerContext } from "../options.ts";
 import type { ClientRecord } from "../storage/types.ts";
-import { type PresentedCredentials, readBasic } from "./client_secret_basic.ts";
-import { readForm } from "./client_secret_post.ts";
+import type { PresentedCredentials } from "./client_secret_basic.ts";
+import { CLIENT_AUTH_METHOD_NAMES, CLIENT_AUTH_METHODS } from "./registry.ts";
 import { throttleKey } from "../throttle.ts";
 
 /** The authenticated client and how it authenticated. */
@@ -36,26 +36,28 @@ export async function authenticateClient(
   form: Map<string, string>,
   context: ServerContext,
 ): Promise<AuthenticatedClient> {
-  let presented: PresentedCredentials | null;
-  try {
-    presented = readBasic(incoming.request.headers.get("authorization"));
-  } catch (error) {
-    throw (error as OAuthError).code === "invalid_client"
-      ? clientAuthFailed("The Authorization header is malformed", context)
-      : error;
-  }
-  if (presented) {
-    // RFC 6749 §2.3: a client MUST NOT use more than one authentication method in each request.
-    if (form.has("client_secret")) {
-      throw new OAuthError("invalid_request", { description: "Use one client authentication method, not two" });
+  let presented: PresentedCredentials | null = null;
+  for (const name of CLIENT_AUTH_METHOD_NAMES) {
+    let found: PresentedCredentials | null;
+    try {
+      found = CLIENT_AUTH_METHODS[name].read(incoming.request, form);
+    } catch (error) {
+      throw (error as OAuthError).code === "invalid_client"
+        ? clientAuthFailed("The Authorization header is malformed", context)
+        : error;
     }
-    const bodyId = form.get("client_id");
-    if (bodyId !== undefined && bodyId !== presented.client_id) {
+    if (found === null) continue;
+    if (presented === null) {
+      presented = found;
+    } else if (found.client_secret !== undefined) {
+      // RFC 6749 §2.3: a client MUST NOT use more than one authentication method in each request.
+      throw new OAuthError("invalid_request", { description: "Use one client authentication method, not two" });
+    } else if (found.client_id !== presented.client_id) {
       throw new OAuthError("invalid_request", { description: "client_id differs from the Authorization header" });
     }
-  } else {
-    presented = readForm(form);
-    if (!presented) throw new OAuthError("invalid_request", { description: "The client_id parameter is required" });
+  }
+  if (presented === null || presented.client_id === "") {
+    throw new OAuthError("invalid_request", { description: "The client_id parameter is required" });
   }
 
   const { throttle } = context;

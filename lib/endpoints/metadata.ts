@@ -3,6 +3,8 @@
  *
  * @module
  */
+import { CLIENT_AUTH_METHOD_NAMES, SECRET_AUTH_METHOD_NAMES } from "../client_auth/registry.ts";
+import { GRANT_TYPES } from "../grants/registry.ts";
 import type { ResponseParts } from "../http.ts";
 import type { ServerContext } from "../options.ts";
 
@@ -22,10 +24,11 @@ export function metadataDocument(context: ServerContext): Record<string, unknown
     scopes_supported: [...context.scopes.keys()],
     response_types_supported: ["code"],
     response_modes_supported: ["query"],
-    grant_types_supported: ["authorization_code", "refresh_token", "client_credentials"],
-    token_endpoint_auth_methods_supported: ["client_secret_basic", "client_secret_post", "none"],
-    revocation_endpoint_auth_methods_supported: ["client_secret_basic", "client_secret_post", "none"],
-    introspection_endpoint_auth_methods_supported: ["client_secret_basic", "client_secret_post"],
+    grant_types_supported: GRANT_TYPES,
+    token_endpoint_auth_methods_supported: CLIENT_AUTH_METHOD_NAMES,
+    revocation_endpoint_auth_methods_supported: CLIENT_AUTH_METHOD_NAMES,
+    // RFC 7662 §2.1: the caller must authenticate (a public client proves nothing).
+    introspection_endpoint_auth_methods_supported: SECRET_AUTH_METHOD_NAMES,
     code_challenge_methods_supported: ["S256"],
     registration_endpoint: context.registration ? context.issuer + "/register" : undefined,
     client_id_metadata_document_supported: context.documents ? true : undefined,

@@ -5,21 +5,11 @@
  */
 import { authenticateClient, clientAuthFailed } from "../client_auth/authenticate.ts";
 import { OAuthError } from "../errors.ts";
-import { authorizationCode } from "../grants/authorization_code.ts";
-import { clientCredentials } from "../grants/client_credentials.ts";
-import { refreshToken } from "../grants/refresh_token.ts";
-import type { Grant } from "../grants/types.ts";
+import { grantOf } from "../grants/registry.ts";
 import { jsonTextResponse, printable, type ResponseParts, type Incoming } from "../http.ts";
 import type { ServerContext } from "../options.ts";
 import { tokenResponseJson } from "../tokens.ts";
 import { readPostedForm } from "./form.ts";
-
-/** Grant handlers by their wire name. */
-const GRANTS: Readonly<Record<string, Grant>> = Object.freeze(Object.assign(Object.create(null), {
-  authorization_code: authorizationCode,
-  refresh_token: refreshToken,
-  client_credentials: clientCredentials,
-}));
 
 /** Handles `POST token`: form, grant type, client authentication, then the grant itself. */
 export async function tokenEndpoint(incoming: Incoming, context: ServerContext): Promise<ResponseParts> {
@@ -28,7 +18,7 @@ export async function tokenEndpoint(incoming: Incoming, context: ServerContext):
   if (grantType === undefined) {
     throw new OAuthError("invalid_request", { description: "The grant_type parameter is required" });
   }
-  const grant = GRANTS[grantType];
+  const grant = grantOf(grantType);
   if (grant === undefined) {
     throw new OAuthError("unsupported_grant_type", { description: `The grant type ${printable(grantType)} is not supported` });
   }

@@ -11,7 +11,7 @@ import { narrowedResource } from "../resource_indicator.ts";
 import { scopeWithin } from "../scope.ts";
 import { mintTokens } from "../tokens.ts";
 import type { ClientRecord } from "../storage/types.ts";
-import type { Grant } from "./types.ts";
+import { defineGrant, type Grant } from "./types.ts";
 
 const invalidGrant = (description: string) => new OAuthError("invalid_grant", { description });
 const missing = (name: string) => new OAuthError("invalid_request", { description: `The ${name} parameter is required` });
@@ -23,7 +23,9 @@ function proven(client: ClientRecord, verifier: string | undefined, challenge: s
 }
 
 /** Exchanges a code for tokens. Everything is checked before the code is spent, so a bad try costs nothing. */
-export const authorizationCode: Grant = {
+export const authorizationCode: Grant = defineGrant({
+  reads: ["clock", "storage", "resources", "accessTokenTtl", "refreshTokenTtl", "onEvent", "clientAddress"],
+  clientFields: ["client_id", "type", "scopes", "grant_types", "redirect_uris"],
   confidentialOnly: false,
   async exchange(form, client, context, incoming) {
     const code = form.get("code");
@@ -90,4 +92,4 @@ export const authorizationCode: Grant = {
     audit(context, incoming, { type: "code.redeemed", client_id: client.client_id, user_id: record.user_id, grant_id: record.grant_id });
     return response;
   },
-};
+});

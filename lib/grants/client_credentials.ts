@@ -7,10 +7,12 @@ import { audit } from "../audit.ts";
 import { requestedResource } from "../resource_indicator.ts";
 import { requestedScope } from "../scope.ts";
 import { mintTokens, newGrantId } from "../tokens.ts";
-import type { Grant } from "./types.ts";
+import { defineGrant, type Grant } from "./types.ts";
 
 /** Issues a token to the client itself; a refresh token only when the client is configured for one. */
-export const clientCredentials: Grant = {
+export const clientCredentials: Grant = defineGrant({
+  reads: ["clock", "storage", "scopePolicy", "resources", "accessTokenTtl", "refreshTokenTtl", "onEvent", "clientAddress"],
+  clientFields: ["client_id", "scopes", "default_scope", "grant_types", "client_credentials_refresh_token"],
   confidentialOnly: true,
   async exchange(form, client, context, incoming) {
     const scope = requestedScope(form.get("scope"), client, context.scopePolicy);
@@ -30,4 +32,4 @@ export const clientCredentials: Grant = {
     audit(context, incoming, { type: "token.issued", client_id: client.client_id, ...(refresh ? { grant_id: records.refresh!.grant_id } : {}) });
     return response;
   },
-};
+});

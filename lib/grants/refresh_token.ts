@@ -9,12 +9,14 @@ import { OAuthError } from "../errors.ts";
 import { narrowedResource } from "../resource_indicator.ts";
 import { refreshScope, scopeWithin } from "../scope.ts";
 import { mintTokens } from "../tokens.ts";
-import type { Grant } from "./types.ts";
+import { defineGrant, type Grant } from "./types.ts";
 
 const invalidGrant = (description: string) => new OAuthError("invalid_grant", { description });
 
 /** Rotates a refresh token: the old one is spent, a new pair is issued in the same grant, with the same scope. */
-export const refreshToken: Grant = {
+export const refreshToken: Grant = defineGrant({
+  reads: ["clock", "storage", "scopePolicy", "resources", "refreshGraceMs", "accessTokenTtl", "onEvent", "clientAddress"],
+  clientFields: ["client_id", "scopes"],
   confidentialOnly: false,
   async exchange(form, client, context, incoming) {
     const token = form.get("refresh_token");
@@ -65,4 +67,4 @@ export const refreshToken: Grant = {
     });
     return response;
   },
-};
+});

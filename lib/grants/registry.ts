@@ -1,0 +1,47 @@
+/**
+ * The grant types: one table from `grant_type` to its module. The token endpoint dispatches through it, the
+ * metadata's `grant_types_supported` lists its keys, and client registration (configured, CLI or RFC 7591)
+ * checks a client's `grant_types` against it. Adding a grant is one new file in this folder plus one line here
+ * (and its name in the `GrantType` union of the stored client record, which the `satisfies` below enforces).
+ *
+ * @module
+ */
+import type { GrantType } from "../storage/types.ts";
+import { authorizationCode } from "./authorization_code.ts";
+import { clientCredentials } from "./client_credentials.ts";
+import { refreshToken } from "./refresh_token.ts";
+import type { Grant } from "./types.ts";
+
+/** Every grant type by its wire name (RFC 6749 §4, §6). */
+export const GRANTS: Readonly<Record<GrantType, Grant>> = Object.freeze({
+  authorization_code: authorizationCode,
+  refresh_token: refreshToken,
+  client_credentials: clientCredentials,
+} satisfies Record<GrantType, Grant>);
+
+/** The grant types' wire names, in the table's order (`grant_types_supported`). */
+export const GRANT_TYPES: readonly GrantType[] = Object.freeze(Object.keys(GRANTS) as GrantType[]);
+
+/** The grant of a `grant_type` value; an own-property look-up, so "constructor" finds nothing. */
+export function grantOf(name: string): Grant | undefined {
+  return Object.hasOwn(GRANTS, name) ? GRANTS[name as GrantType] : undefined;
+}
+
+/**
+ * Why a client may not have these grant types, or undefined when it may: each must exist, a confidential-only
+ * one needs a confidential client, and one that reads `redirect_uris` needs at least one.
+ */
+export function grantTypesProblem(
+  grantTypes: readonly string[],
+  client: { type: "public" | "confidential"; redirect_uris: readonly string[] },
+): string | undefined {
+  for (const name of grantTypes) {
+    const grant = grantOf(name);
+    if (grant === undefined) return `unknown grant type "${String(name)}"`;
+    if (grant.confidentialOnly && client.type === "public") return `a public client cannot use ${name} (RFC 6749 §4.4)`;
+    if (grant.clientFields.includes("redirect_uris") && client.redirect_uris.length === 0) {
+      return `${name} needs at least one redirect URI`;
+    }
+  }
+  return undefined;
+}
