@@ -127,7 +127,7 @@ export const cases: CaseDef[] = [
     id: "AUTHZ-SCOPE-TWO",
     title: "Two scopes in one request are refused, even when the client is allowed both",
     area: "authorize",
-    ref: "spec §4.1 (exactly one scope per request), §8",
+    ref: "spec §4.1 (exactly one scope per request), §8; RFC 6749 §3.3 (several scopes allowed: hence spec only)",
     level: "MUST",
     profiles: SPEC,
     needs: [CONTROL.authorize],

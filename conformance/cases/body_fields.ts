@@ -62,6 +62,15 @@ export interface ColumnSetup {
   prepare(ctx: CaseContext): Promise<Fields>;
 }
 
+/** The RFC 6749 section of each column's token request: what a request without the "not sent" fields follows. */
+const COLUMN_RFC: Record<Column, string> = {
+  "AC-PUB": "RFC 6749 §4.1.3; RFC 7636 §4.5",
+  "AC-CONF": "RFC 6749 §4.1.3",
+  "RT-PUB": "RFC 6749 §6",
+  "RT-CONF": "RFC 6749 §6",
+  "CC": "RFC 6749 §4.4.2",
+};
+
 /** The case id of a cell: `TOKEN-AC-PUB-CODE_VERIFIER-REQUIRED`, `TOKEN-CC-REDIRECT_URI-NOT-SENT`. */
 export function cellId(column: Column, row: Row): string {
   const kind = BODY_FIELDS[row][column] === "not sent" ? "NOT-SENT" : "REQUIRED";
@@ -81,7 +90,7 @@ export function cellCases(setup: ColumnSetup): CaseDef[] {
         id: cellId(column, row),
         title: `${name}: the request succeeds without ${row}`,
         area,
-        ref: where,
+        ref: `${where}; ${COLUMN_RFC[column]}`,
         level: "MUST",
         profiles: ALL,
         positive: true,

@@ -44,7 +44,7 @@ export const cases: CaseDef[] = [
     id: "TOKEN-CC-SCOPE-TWO",
     title: "Two scopes in one request are refused, even when the client is allowed both",
     area: "token_client_credentials",
-    ref: "spec §4.2 rule 2, §8",
+    ref: "spec §4.2 rule 2, §8; RFC 6749 §3.3 (several scopes allowed: hence spec only)",
     level: "MUST",
     profiles: SPEC,
     needs: [CONTROL.clientCredentials],
