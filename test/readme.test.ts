@@ -60,58 +60,67 @@ test("each Deno and each Bun block is one complete alternative", () => {
   }
 });
 
+/** Writes every TypeScript and JavaScript block into its own folder under .artifacts/readme (once); returns the files. */
+let prepared: string[] | undefined;
+function prepare(): string[] {
+  if (prepared) return prepared;
+  rmSync(WORK, { recursive: true, force: true });
+  mkdirSync(WORK, { recursive: true });
+  const code = all.filter((b) => b.lang === "ts" || b.lang === "js");
+  const modules = code.filter((b) => /^\/\/ \w+\.ts: /.test(b.code));
+  const files: string[] = [];
+  for (const block of code) {
+    if (modules.includes(block)) continue;
+    const dir = join(WORK, `line-${block.line}`);
+    mkdirSync(dir);
+    for (const m of modules) writeFileSync(join(dir, /^\/\/ (\w+\.ts)/.exec(m.code)![1]!), m.code);
+    const prelude = block.note.startsWith("prelude:") ? `${block.note.slice("prelude:".length).trim()}\n` : "";
+    const named = /^\/\/ (\w+\.(?:ts|js))\s*$/m.exec(block.code.split("\n")[0] ?? "")?.[1];
+    const file = join(dir, named ?? `block.${block.lang}`);
+    writeFileSync(file, prelude + block.code + "\n");
+    files.push(file);
+  }
+  // What a user's project sees: the package's entry points by name, Node's types, and a loose typing of the
+  // Deno and Bun globals the snippets touch (the Deno blocks are also checked by deno itself, below).
+  const paths = Object.fromEntries(Object.entries(deno.exports).map(([key, source]) => [
+    key === "." ? "oauth2-fetch-server" : `oauth2-fetch-server/${key.slice(2)}`,
+    [resolve(source)],
+  ]));
+  writeFileSync(join(WORK, "package.json"), JSON.stringify({ type: "module" }));
+  writeFileSync(join(WORK, "globals.d.ts"), `
+    declare var Deno: {
+      serve(handler: (request: Request, info: any) => Response | Promise<Response>): any;
+      serve(options: any, handler: (request: Request, info: any) => Response | Promise<Response>): any;
+      addSignalListener(signal: "SIGINT" | "SIGTERM", handler: () => void): void;
+      exit(code?: number): never;
+    };
+    declare var Bun: { serve(...args: any[]): any };
+    declare module "express" {
+      interface Req { get(name: string): string | undefined }
+      interface Res { json(body: unknown): Res; status(code: number): Res; set(headers: Record<string, string>): Res }
+      interface App {
+        use(handler: unknown): void;
+        get(path: string, handler: (req: Req, res: Res) => unknown): void;
+        listen(port: number, host: string): unknown;
+      }
+      export default function express(): App;
+    }
+  `);
+  writeFileSync(join(WORK, "tsconfig.json"), JSON.stringify({
+    extends: resolve("tsconfig.json"),
+    compilerOptions: {
+      noEmit: true, allowJs: true, checkJs: true, isolatedDeclarations: false, declaration: false,
+      rootDir: resolve("."), paths, types: ["node"], typeRoots: [resolve("node_modules/@types")],
+    },
+    files: [join(WORK, "globals.d.ts"), ...files],
+  }));
+  prepared = files;
+  return files;
+}
+
 describe("TypeScript and JavaScript blocks type-check against the package", () => {
   test("tsc: no errors", () => {
-    rmSync(WORK, { recursive: true, force: true });
-    mkdirSync(WORK, { recursive: true });
-    const code = all.filter((b) => b.lang === "ts" || b.lang === "js");
-    const modules = code.filter((b) => /^\/\/ \w+\.ts: /.test(b.code));
-    const files: string[] = [];
-    for (const block of code) {
-      if (modules.includes(block)) continue;
-      const dir = join(WORK, `line-${block.line}`);
-      mkdirSync(dir);
-      for (const m of modules) writeFileSync(join(dir, /^\/\/ (\w+\.ts)/.exec(m.code)![1]!), m.code);
-      const prelude = block.note.startsWith("prelude:") ? `${block.note.slice("prelude:".length).trim()}\n` : "";
-      const named = /^\/\/ (\w+\.(?:ts|js))\s*$/m.exec(block.code.split("\n")[0] ?? "")?.[1];
-      const file = join(dir, named ?? `block.${block.lang}`);
-      writeFileSync(file, prelude + block.code + "\n");
-      files.push(file);
-    }
-    // What a user's project sees: the package's entry points by name, Node's types, and a loose typing of the
-    // Deno and Bun globals the snippets touch (the Deno blocks are also checked by deno itself, below).
-    const paths = Object.fromEntries(Object.entries(deno.exports).map(([key, source]) => [
-      key === "." ? "oauth2-fetch-server" : `oauth2-fetch-server/${key.slice(2)}`,
-      [resolve(source)],
-    ]));
-    writeFileSync(join(WORK, "package.json"), JSON.stringify({ type: "module" }));
-    writeFileSync(join(WORK, "globals.d.ts"), `
-      declare var Deno: {
-        serve(handler: (request: Request, info: any) => Response | Promise<Response>): any;
-        serve(options: any, handler: (request: Request, info: any) => Response | Promise<Response>): any;
-        addSignalListener(signal: "SIGINT" | "SIGTERM", handler: () => void): void;
-        exit(code?: number): never;
-      };
-      declare var Bun: { serve(...args: any[]): any };
-      declare module "express" {
-        interface Req { get(name: string): string | undefined }
-        interface Res { json(body: unknown): Res; status(code: number): Res; set(headers: Record<string, string>): Res }
-        interface App {
-          use(handler: unknown): void;
-          get(path: string, handler: (req: Req, res: Res) => unknown): void;
-          listen(port: number, host: string): unknown;
-        }
-        export default function express(): App;
-      }
-    `);
-    writeFileSync(join(WORK, "tsconfig.json"), JSON.stringify({
-      extends: resolve("tsconfig.json"),
-      compilerOptions: {
-        noEmit: true, allowJs: true, checkJs: true, isolatedDeclarations: false, declaration: false,
-        rootDir: resolve("."), paths, types: ["node"], typeRoots: [resolve("node_modules/@types")],
-      },
-      files: [join(WORK, "globals.d.ts"), ...files],
-    }));
+    const files = prepare();
     let output = "";
     try {
       execFileSync(process.execPath, [resolve("node_modules/typescript/bin/tsc"), "-p", join(WORK, "tsconfig.json")], { encoding: "utf8", timeout: 120_000 });
@@ -128,6 +137,7 @@ test("blocks that use Deno's own API type-check under deno check, with Deno's re
     key === "." ? "oauth2-fetch-server" : `oauth2-fetch-server/${key.slice(2)}`,
     `file://${resolve(source)}`,
   ]));
+  prepare();
   const dirs = all.filter((b) => b.lang === "ts" && /\bDeno\./.test(b.code)).map((b) => join(WORK, `line-${b.line}`));
   expect(dirs.length).toBeGreaterThan(1);
   writeFileSync(join(WORK, "import_map.json"), JSON.stringify({ imports }));
@@ -186,6 +196,7 @@ describe("shell blocks", () => {
   });
 
   test("those marked `check: run` run and exit 0 (npx oauth2-fetch-server is this checkout's command)", () => {
+    prepare();
     const bin = join(WORK, "bin");
     mkdirSync(bin, { recursive: true });
     const cli = join(bin, "oauth2-fetch-server");
