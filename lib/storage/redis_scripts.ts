@@ -177,7 +177,11 @@ redis.call('ZADD', owner, ARGV[6], hash)
 extend(owner, ARGV[6])
 local limit = tonumber(ARGV[11])
 if limit then
-  -- Caps the codes one consent can mint: drop the earliest-expiring others until \`limit\` remain.
+  -- Caps the codes one consent can mint: drop the earliest-expiring others until \`limit\` remain. Codes that
+  -- are gone already (revoked with their grant, or dropped by their TTL) are forgotten first, uncounted.
+  for _, h in ipairs(redis.call('ZRANGE', owner, 0, -1)) do
+    if redis.call('EXISTS', P .. 'code:' .. h) == 0 then redis.call('ZREM', owner, h) end
+  end
   local excess = redis.call('ZCARD', owner) - limit
   if excess > 0 then
     for _, h in ipairs(redis.call('ZRANGE', owner, 0, -1)) do

@@ -2,11 +2,13 @@
 // through postgres.js, each with the README's one-line adapter and a pool, so that every racer of the
 // concurrency checks holds its own connection. Node only; skipped with a reason when PostgreSQL is missing
 // (never under CI).
+import process from "node:process";
 import pg from "pg";
 import postgres from "postgres";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { sqlStorage, storageContract } from "../../mod.ts";
 import { type Database, type Skipped, started, startPostgres } from "../support/databases.ts";
+import { checkAgainstModel } from "../support/model.ts";
 import { steadyLoad } from "../support/steady.ts";
 
 const server: Database | Skipped = await startPostgres();
@@ -42,6 +44,10 @@ describe.skipIf(!started(server))("storage contract: sqlStorage on PostgreSQL th
       await Promise.all(pools.map((p) => p.end()));
     }
   }, 30_000);
+
+  test("random sequences of verbs answer as the memory store does (model-based, 25 runs)", async () => {
+    await checkAgainstModel((clock) => sqlStorage({ dialect: "postgres", clock, query: (t, p) => pool.query(t, p).then((r) => r.rows) }), Number(process.env.MODEL_RUNS_DB ?? 25));
+  }, 120_000);
 
   test("storage stays bounded under steady load: purgeExpired removes what expired", async () => {
     let now = Date.now() + 86_400_000; // ahead of every other test's records, which this purge also removes

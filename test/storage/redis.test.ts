@@ -1,11 +1,13 @@
 // The storage contract on a real Redis server (started by test/support/databases.ts), through ioredis and
 // through node-redis, each with the README's one-line adapter. Node only; skipped with a reason when
 // redis-server is missing (never under CI).
+import process from "node:process";
 import { Redis } from "ioredis";
 import { createClient } from "redis";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { redisStorage, storageContract } from "../../mod.ts";
 import { type Database, type Skipped, started, startRedis } from "../support/databases.ts";
+import { checkAgainstModel } from "../support/model.ts";
 import { steadyLoad } from "../support/steady.ts";
 
 const server: Database | Skipped = await startRedis();
@@ -30,6 +32,10 @@ describe.skipIf(!started(server))("storage contract: redisStorage through ioredi
     for (const key of keys) if ((await redis.pttl(key)) < 0) lasting.push(key);
     expect(lasting.filter((k) => !/^oauth:(client:[^:]+|clients|setting:.*|cgen:.*)$/.test(k))).toEqual([]);
   });
+
+  test("random sequences of verbs answer as the memory store does (model-based, 25 runs)", async () => {
+    await checkAgainstModel((clock) => redisStorage({ clock, prefix: `model-${Date.now()}:`, eval: (s, k, a) => redis.eval(s, k.length, ...k, ...a) as Promise<unknown> }), Number(process.env.MODEL_RUNS_DB ?? 25));
+  }, 120_000);
 
   test("storage stays bounded under steady load: TTLs remove what expired, with no purge", async () => {
     const prefix = `steady-${Date.now()}:`;
