@@ -233,6 +233,12 @@ export function passwordLogin(options: PasswordLoginOptions): PasswordLogin {
   async function logout(request: Request): Promise<Response> {
     const url = new URL(request.url);
     const secure = options.secure ?? (prefixed || url.protocol === "https:");
+    // Before anything else: a preflight or any other method gets no page and no cookie (never a 2xx to OPTIONS).
+    if (request.method !== "GET" && request.method !== "HEAD" && request.method !== "POST") {
+      const page = errorPage(405, "Request refused", "Use the sign-out form.");
+      page.headers.push(["allow", "GET, HEAD, POST"]);
+      return respond(request, page);
+    }
     const session = await findSession(parseCookies(request.headers.get("cookie")).get(cookieName) ?? []);
     const done = (title: string, message: string): Response => {
       const page = htmlPage(200, { title, main: `<h1>${escapeHtml(title)}</h1>\n<p>${escapeHtml(message)}</p>` });
@@ -256,9 +262,6 @@ export function passwordLogin(options: PasswordLoginOptions): PasswordLogin {
         await options.sessions.markOnce(ENDED + session.sid, session.exp * 1000, clock());
       }
       return done("Signed out", "You have been signed out.");
-    }
-    if (request.method !== "GET" && request.method !== "HEAD") {
-      return respond(request, errorPage(405, "Request refused", "Use the sign-out form."));
     }
     const main = `<h1>Sign out</h1>\n<p>Signed in as <strong>${escapeHtml(session.user.name ?? session.user.id)}</strong>.</p>\n` +
       `<form method="post" action="${escapeHtml(url.pathname)}" class="stack">\n` +
