@@ -50,7 +50,7 @@ describe.skipIf(!started(server))("storage contract: sqlStorage on PostgreSQL th
   }, 120_000);
 
   test("storage stays bounded under steady load: purgeExpired removes what expired", async () => {
-    let now = Date.now() + 86_400_000; // ahead of every other test's records, which this purge also removes
+    let now = 1_900_000_000_000; // after every other test's records (2030), which this purge also removes
     const tables = ["oauth_codes", "oauth_access_tokens", "oauth_refresh_tokens", "oauth_grants", "oauth_once"];
     const { counts, issued } = await steadyLoad(store(), {
       cycles: 12, perCycle: 25, lifetime: 2500,
