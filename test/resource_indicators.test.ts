@@ -1,7 +1,7 @@
 // Resource indicators (RFC 8707; issue 11 item 3): bound at /authorize, only narrowed by the token request and
 // refresh, and reported as `aud` by introspection and the Bearer guard.
 import { describe, expect, test } from "vitest";
-import { errorOf, fixture, SECRETS } from "./helpers.ts";
+import { csrfOf, errorOf, fixture, ISSUER, SECRETS } from "./helpers.ts";
 import { codeFlow, MCP, mcpFixture, OTHER_RESOURCE, post, redirectError } from "./mcp_helpers.ts";
 
 const basic = (id: string, secret: string) => ({ authorization: `Basic ${btoa(`${id}:${secret}`)}` });
@@ -49,6 +49,19 @@ describe("bound to the code and the grant", () => {
     const { server } = await mcpFixture();
     const result = await codeFlow(server, {}, { resource: MCP });
     expect(result.body.error).toBe("invalid_target");
+  });
+
+  test("a consent form shown for one resource cannot approve another", async () => {
+    const { server } = await mcpFixture();
+    const params = { response_type: "code", client_id: "cli", redirect_uri: "http://127.0.0.1/callback", scope: "read", code_challenge: "x".repeat(43), code_challenge_method: "S256" };
+    const page = await server.fetch(new Request(`${ISSUER}/authorize?${new URLSearchParams({ ...params, resource: MCP })}`));
+    const csrf = csrfOf(await page.text());
+    const swapped = await server.fetch(new Request(`${ISSUER}/authorize?${new URLSearchParams({ ...params, resource: OTHER_RESOURCE })}`, {
+      method: "POST",
+      headers: { "content-type": "application/x-www-form-urlencoded" },
+      body: new URLSearchParams({ decision: "allow", csrf }).toString(),
+    }));
+    expect(swapped.headers.get("location") ?? "").not.toContain("code=");
   });
 
   test("a refresh keeps the audience and may not change it", async () => {
