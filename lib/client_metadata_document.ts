@@ -118,13 +118,14 @@ export function clientMetadataDocuments(options: ClientMetadataDocumentOptions):
       throw refused("The client's metadata document may not be fetched");
     }
     let response: Response;
+    const deadline = AbortSignal.timeout(timeout);
     try {
-      response = await doFetch(new Request(clientId, {
+      response = await until(doFetch(new Request(clientId, {
         headers: { accept: "application/json" },
         // The draft: the server MUST NOT follow redirects; a document elsewhere is not this client_id's.
         redirect: "manual",
-        signal: AbortSignal.timeout(timeout),
-      }));
+        signal: deadline,
+      })), deadline);
     } catch (cause) {
       throw refused("The client's metadata document could not be fetched", cause);
     }
@@ -132,7 +133,13 @@ export function clientMetadataDocuments(options: ClientMetadataDocumentOptions):
       void response.body?.cancel().catch(() => {});
       throw refused("The client's metadata document could not be fetched", new Error(`status ${response.status}`));
     }
-    const text = await readCapped(response, MAX_DOCUMENT_BYTES);
+    let text: string;
+    try {
+      text = await until(readCapped(response, MAX_DOCUMENT_BYTES), deadline);
+    } catch (cause) {
+      if (cause instanceof OAuthError) throw cause;
+      throw refused("The client's metadata document could not be fetched", cause);
+    }
     let document: unknown;
     try {
       document = JSON.parse(text);
@@ -164,6 +171,19 @@ export function clientMetadataDocuments(options: ClientMetadataDocumentOptions):
       return { client, fresh: true };
     },
   };
+}
+
+/**
+ * Settles as `promise` does, or rejects once `signal` aborts: the deadline holds even when an injected fetch
+ * ignores the request's signal, or a body trickles in, so a document host cannot hang an authorization request.
+ */
+function until<T>(promise: Promise<T>, signal: AbortSignal): Promise<T> {
+  if (signal.aborted) return Promise.reject(signal.reason);
+  return new Promise<T>((resolve, reject) => {
+    const abort = () => reject(signal.reason);
+    signal.addEventListener("abort", abort, { once: true });
+    promise.then(resolve, reject).finally(() => signal.removeEventListener("abort", abort));
+  });
 }
 
 /** Reads at most `limit` bytes of a body; past it, stops reading and refuses the document. */
