@@ -33,11 +33,15 @@ export type AuditEventType = keyof typeof AUDIT_EVENTS;
 
 /** One audit event. Optional fields are absent when unknown or not applicable. */
 export interface AuditEvent {
+  /** What happened (see `AUDIT_EVENTS`). */
   type: AuditEventType;
   /** Milliseconds since the epoch, from the server's clock. */
   time: number;
+  /** The client concerned. */
   client_id?: string;
+  /** The end user concerned. */
   user_id?: string;
+  /** The grant concerned. */
   grant_id?: string;
   /** The client's network address (behind a trusted proxy, the one it forwarded). */
   address?: string;

@@ -3,15 +3,17 @@
  *
  * @module
  */
-import { sha256 } from "./crypto.ts";
+import { sha256 } from "./sha256.ts";
 import { OAuthError } from "./errors.ts";
 import type { ServerContext } from "./options.ts";
 
 /** What a valid access token grants. */
 export interface AccessTokenInfo {
+  /** The client the token was issued to. */
   client_id: string;
   /** The end user, for tokens from the authorization code flow. */
   user_id?: string;
+  /** The granted scopes, space-delimited. */
   scope: string;
   /** Expiry, in seconds since the epoch (as `exp` in RFC 7662). */
   exp: number;

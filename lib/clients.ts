@@ -4,7 +4,8 @@
  * @module
  */
 import { audit } from "./audit.ts";
-import { randomToken, sha256 } from "./crypto.ts";
+import { randomToken } from "./crypto.ts";
+import { sha256 } from "./sha256.ts";
 import { ConfigurationError } from "./errors.ts";
 import { grantTypesProblem } from "./grants/registry.ts";
 import type { ResolvedOptions } from "./options.ts";
@@ -16,6 +17,7 @@ export interface ClientRegistration {
   client_id?: string;
   /** Confidential clients only. Default: 256 random bits, returned once by `register`. */
   client_secret?: string;
+  /** A display name, shown on the consent page. */
   name: string;
   /** `public` clients have no secret and must use PKCE. */
   type: "public" | "confidential";
@@ -41,6 +43,7 @@ export interface ClientRegistration {
 
 /** What {@link ClientRegistry.register} returns: the stored record, and the secret, which is not kept. */
 export interface RegisteredClient {
+  /** The stored record (the secret only as its hash). */
   client: ClientRecord;
   /** The plain secret of a confidential client; only its hash is stored, so this is the one chance to read it. */
   client_secret?: string;

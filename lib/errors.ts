@@ -74,6 +74,7 @@ export class OAuthError extends Error {
   /** Where the authorization endpoint sends this error, if anywhere. */
   readonly redirect: { uri: string; state?: string | undefined } | undefined;
 
+  /** An error with an RFC 6749/6750 `code`; the options set its description, status, headers and redirect. */
   constructor(code: OAuthErrorCode, options: OAuthErrorOptions = {}) {
     super(options.description ? `${code}: ${options.description}` : code, { cause: options.cause });
     this.name = "OAuthError";
@@ -87,6 +88,7 @@ export class OAuthError extends Error {
 
 /** Thrown by {@link createAuthorizationServer} and the registration API for a bad configuration. */
 export class ConfigurationError extends Error {
+  /** A configuration problem, in a sentence that names the option and the value. */
   constructor(message: string) {
     super(message);
     this.name = "ConfigurationError";

@@ -61,6 +61,7 @@ export type AuthenticateUser = (
 export interface ErrorContext {
   /** The endpoint: `authorize`, `token`, `revoke`, `introspect`, `metadata` or `resource`. */
   endpoint: string;
+  /** The request method, e.g. `POST`. */
   method: string;
   /** The request path, without the query (which may hold a code or state). */
   path: string;

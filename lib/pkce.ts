@@ -3,7 +3,8 @@
  *
  * @module
  */
-import { sha256, timingSafeEqual } from "./crypto.ts";
+import { timingSafeEqual } from "./crypto.ts";
+import { sha256 } from "./sha256.ts";
 
 /** A code_verifier: 43-128 unreserved characters (RFC 7636 §4.1). */
 export const CODE_VERIFIER: RegExp = /^[A-Za-z0-9\-._~]{43,128}$/;

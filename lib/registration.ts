@@ -4,7 +4,8 @@
  *
  * @module
  */
-import { randomToken, sha256, timingSafeEqual } from "./crypto.ts";
+import { randomToken, timingSafeEqual } from "./crypto.ts";
+import { sha256 } from "./sha256.ts";
 import { OAuthError } from "./errors.ts";
 import { CLIENT_AUTH_METHOD_NAMES, CLIENT_AUTH_METHODS } from "./client_auth/registry.ts";
 import type { PresentedCredentials } from "./client_auth/client_secret_basic.ts";

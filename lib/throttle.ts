@@ -6,7 +6,7 @@
  *
  * @module
  */
-import { sha256 } from "./crypto.ts";
+import { sha256 } from "./sha256.ts";
 
 /**
  * Where throttling state lives; swap in a shared store when several processes serve one issuer. Keys reach it

@@ -3,16 +3,20 @@
  *
  * @module
  */
-import { randomToken, sha256 } from "./crypto.ts";
+import { randomToken } from "./crypto.ts";
+import { sha256 } from "./sha256.ts";
 import type { ServerContext } from "./options.ts";
 import type { IssuedTokens } from "./storage/types.ts";
 
 /** The token response (spec §2; RFC 6749 §5.1). */
 export interface TokenResponse {
+  /** The access token (RFC 6749 §5.1). */
   access_token: string;
+  /** Always `Bearer` (RFC 6750). */
   token_type: "Bearer";
   /** Seconds. */
   expires_in: number;
+  /** A refresh token, when the grant issues one. */
   refresh_token?: string;
   /** The granted scope; RFC 6749 §5.1 makes it optional when equal to the request, it is always sent here. */
   scope: string;

@@ -3,7 +3,7 @@
 import { expect, test } from "vitest";
 import { type AuditEvent, passwordLogin } from "../mod.ts";
 import { memoryThrottle } from "../lib/throttle.ts";
-import { sha256 } from "../lib/crypto.ts";
+import { sha256 } from "../lib/sha256.ts";
 import { codeRequest, consent, fixture, postToken, REDIRECT, SECRETS, spaCode, TOKEN_URL } from "./helpers.ts";
 
 test("a whole grant's life is reported, with ids and the client's address, and no secret", async () => {

@@ -5,7 +5,8 @@
  */
 import fc from "fast-check";
 import { describe, expect, test } from "vitest";
-import { base64url, randomToken, sha256 } from "../lib/crypto.ts";
+import { base64url, randomToken } from "../lib/crypto.ts";
+import { sha256 } from "../lib/sha256.ts";
 
 const reference = async (value: string): Promise<string> =>
   base64url(new Uint8Array(await crypto.subtle.digest("SHA-256", new TextEncoder().encode(value))));

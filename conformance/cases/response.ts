@@ -6,7 +6,7 @@
  */
 import type { CaseDef } from "../case.ts";
 import { ALL, SPEC, CONTROL } from "./profiles.ts";
-import { expectError, expectTokens, hasNoStore, type Tokens } from "../checks.ts";
+import { expectTokens, hasNoStore, type Tokens } from "../checks.ts";
 import type { CaseContext } from "../context.ts";
 import type { Reply } from "../http.ts";
 

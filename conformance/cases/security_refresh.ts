@@ -6,7 +6,7 @@
  */
 import type { CaseDef } from "../case.ts";
 import { ALL, BCP, CONTROL } from "./profiles.ts";
-import { expectError, expectTokens, summary } from "../checks.ts";
+import { expectError, summary } from "../checks.ts";
 import type { CaseContext } from "../context.ts";
 
 /** A public client's refresh token, rotated once: returns the old and the new one. */

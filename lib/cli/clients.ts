@@ -4,7 +4,8 @@
  *
  * @module
  */
-import { randomToken, sha256 } from "../crypto.ts";
+import { randomToken } from "../crypto.ts";
+import { sha256 } from "../sha256.ts";
 import { createAuthorizationServer } from "../server.ts";
 import type { ClientRecord, GrantType, Storage } from "../storage/types.ts";
 import { UsageError } from "./args.ts";

@@ -4,7 +4,8 @@
  * @module
  */
 import { audit, clientAddressOf } from "../audit.ts";
-import { sha256, timingSafeEqual } from "../crypto.ts";
+import { timingSafeEqual } from "../crypto.ts";
+import { sha256 } from "../sha256.ts";
 import { OAuthError } from "../errors.ts";
 import type { Incoming } from "../http.ts";
 import type { ServerContext } from "../options.ts";

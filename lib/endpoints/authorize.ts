@@ -9,7 +9,8 @@
 import { consentPage } from "../consent/pages.ts";
 import { audit, clientAddressOf } from "../audit.ts";
 import { CSRF_TTL, csrfToken, verifyCsrfToken } from "../consent/csrf.ts";
-import { randomToken, sha256 } from "../crypto.ts";
+import { randomToken } from "../crypto.ts";
+import { sha256 } from "../sha256.ts";
 import { OAuthError } from "../errors.ts";
 import { isFormContentType, parseForm, printable, queryOf, readParams, readText, type ResponseParts, type Incoming } from "../http.ts";
 import type { EndUser, ServerContext } from "../options.ts";

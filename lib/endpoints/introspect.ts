@@ -4,7 +4,7 @@
  * @module
  */
 import { authenticateClient, clientAuthFailed } from "../client_auth/authenticate.ts";
-import { sha256 } from "../crypto.ts";
+import { sha256 } from "../sha256.ts";
 import { OAuthError } from "../errors.ts";
 import { jsonResponse, type ResponseParts, type Incoming } from "../http.ts";
 import type { ServerContext } from "../options.ts";

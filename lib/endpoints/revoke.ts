@@ -5,7 +5,7 @@
  */
 import { audit } from "../audit.ts";
 import { authenticateClient } from "../client_auth/authenticate.ts";
-import { sha256 } from "../crypto.ts";
+import { sha256 } from "../sha256.ts";
 import { OAuthError } from "../errors.ts";
 import type { ResponseParts, Incoming } from "../http.ts";
 import type { ServerContext } from "../options.ts";

@@ -4,7 +4,7 @@
  * @module
  */
 import { audit } from "../audit.ts";
-import { sha256 } from "../crypto.ts";
+import { sha256 } from "../sha256.ts";
 import { OAuthError } from "../errors.ts";
 import { narrowedResource } from "../resource_indicator.ts";
 import { refreshScope, scopeWithin } from "../scope.ts";

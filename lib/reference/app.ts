@@ -7,7 +7,8 @@
  */
 import type { AuditEvent } from "../audit.ts";
 import { passwordLogin } from "../consent/login.ts";
-import { base64url, sha256, timingSafeEqual } from "../crypto.ts";
+import { base64url, timingSafeEqual } from "../crypto.ts";
+import { sha256 } from "../sha256.ts";
 import { OAuthError } from "../errors.ts";
 import { jsonResponse, pathOf, respond, type ResponseParts, targetOf } from "../http.ts";
 import type { AuthorizationServerOptions, EndUser } from "../options.ts";

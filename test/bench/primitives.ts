@@ -8,7 +8,8 @@
  *
  * @module
  */
-import { randomToken, sha256 } from "../../lib/crypto.ts";
+import { randomToken } from "../../lib/crypto.ts";
+import { sha256 } from "../../lib/sha256.ts";
 import { parseForm } from "../../lib/http.ts";
 import { BARE_BODY, BARE_HEADERS, CLIENT_CREDENTIALS_BODY, FORM_HEADERS, ISSUER, TOKEN_PATH } from "./fixture.ts";
 import { runtime } from "./inprocess.ts";

@@ -3,7 +3,7 @@
  * requests and responses around its fetch handler, or by wrapping its store. Each names the case ids that
  * must catch it.
  */
-import { sha256 } from "../../lib/crypto.ts";
+import { sha256 } from "../../lib/sha256.ts";
 import { DEMO_CONFIG } from "../../lib/reference/config.ts";
 import type { Storage } from "../../lib/storage/types.ts";
 import { s256 } from "../../conformance/pkce.ts";

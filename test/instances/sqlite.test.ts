@@ -3,7 +3,7 @@
 // nothing; a store that cannot be opened ends the start with one line and exit code 1.
 import { existsSync } from "node:fs";
 import { afterEach, expect, test } from "vitest";
-import { sha256 } from "../../lib/crypto.ts";
+import { sha256 } from "../../lib/sha256.ts";
 import { nodeDrivers } from "../../lib/cli/drivers.ts";
 import { openStore } from "../../lib/reference/store.ts";
 import {
