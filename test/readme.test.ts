@@ -120,7 +120,7 @@ function prepare(): string[] {
 
 describe("TypeScript and JavaScript blocks type-check against the package", () => {
   test("tsc: no errors", () => {
-    const files = prepare();
+    prepare();
     let output = "";
     try {
       execFileSync(process.execPath, [resolve("node_modules/typescript/bin/tsc"), "-p", join(WORK, "tsconfig.json")], { encoding: "utf8", timeout: 120_000 });
