@@ -63,7 +63,14 @@ export function connectedApps(options: ConnectedAppsOptions): (request: Request,
       // "null" is what Chromium sends from our own no-referrer pages, so only a named origin is judged.
       const origin = request.headers.get("origin");
       if (origin !== null && origin !== "null" && origin !== issuerOrigin && origin !== new URL(request.url).origin) return errorPage(403, "Request refused", "This form can only be sent from this site.");
-      form = new URLSearchParams(await readText(request, MAX_BODY));
+      let text: string;
+      try {
+        text = await readText(request, MAX_BODY);
+      } catch {
+        // Too large (or cut off): an error page, as at /logout, never an exception out of the handler (a 500).
+        return errorPage(413, "Request refused", "The form is too large.");
+      }
+      form = new URLSearchParams(text);
     }
     const signedIn = await options.authenticateUser(request, {
       form,

@@ -300,3 +300,56 @@ describe("slow clients over a real socket (serveNode)", () => {
     }
   }, 15_000);
 });
+
+describe("round-2 addresses (issue 15 item 13): an endless body is cut off everywhere a body is read", () => {
+  /** A body that never ends, counting what the server pulled. */
+  function endless() {
+    const seen = { pulled: 0, cancelled: false };
+    const body = new ReadableStream<Uint8Array>({
+      pull(controller) {
+        seen.pulled += 1_000;
+        controller.enqueue(new TextEncoder().encode("a".repeat(1_000)));
+      },
+      cancel() {
+        seen.cancelled = true;
+      },
+    }, { highWaterMark: 0 });
+    return { seen, body };
+  }
+
+  test("/register, /logout, /account/apps and the reference server's token endpoint: 413 or 4xx, at most a few KiB read", async () => {
+    const { createReferenceApp } = await import("../../lib/reference/app.ts");
+    const { DEMO_CONFIG } = await import("../../lib/reference/config.ts");
+    const config = structuredClone(DEMO_CONFIG);
+    config.registration = { enabled: true };
+    const app = await createReferenceApp({ issuer: "http://127.0.0.1:8080", config, passwordIterations: 1000, purgeInterval: 0, log: () => {} });
+    const { server } = await fixture({ registration: { enabled: true } });
+    const targets: [string, (request: Request) => Promise<Response>, string][] = [
+      ["library /register", (r) => server.fetch(r), `${ISSUER}/register`],
+      ["reference /register", app.fetch, "http://127.0.0.1:8080/register"],
+      ["reference /logout", app.fetch, "http://127.0.0.1:8080/logout"],
+      ["reference /account/apps", app.fetch, "http://127.0.0.1:8080/account/apps"],
+      ["reference token", app.fetch, "http://127.0.0.1:8080/index.php?module=OAuth2&action=token"],
+    ];
+    // Signed in, so that /logout reads its form (signed out, it reads nothing and answers "not signed in").
+    const apps = "http://127.0.0.1:8080/account/apps";
+    const page = await app.fetch(new Request(apps));
+    const nonce = page.headers.getSetCookie().map((c) => c.split(";")[0]!).join("; ");
+    const csrf = /name="csrf" value="([^"]+)"/.exec(await page.text())![1]!;
+    const login = await app.fetch(new Request(apps, { method: "POST", headers: { ...form, cookie: nonce }, body: new URLSearchParams({ username: "demo", password: "demo-password", csrf }) }));
+    const cookie = login.headers.getSetCookie().find((c) => c.startsWith("oauth2_session="))!.split(";")[0]!;
+    for (const [label, handler, url] of targets) {
+      for (const type of ["application/json", "application/x-www-form-urlencoded"]) {
+        const { seen, body } = endless();
+        const headers = { "content-type": type, origin: "http://127.0.0.1:8080", cookie };
+        const request = new Request(url, { method: "POST", headers, body, duplex: "half" } as RequestInit);
+        const response = await handler(request);
+        expect(response.status, `${label} (${type})`).toBeGreaterThanOrEqual(400);
+        expect(response.status, `${label} (${type})`).toBeLessThan(500);
+        expect(seen.pulled, `${label} (${type}): bytes pulled`).toBeLessThanOrEqual(17_000);
+        figuresSeen.push(`${label} ${type.split("/")[1]}: ${response.status} after ${seen.pulled} bytes`);
+      }
+    }
+    app.close();
+  }, 30_000);
+});
