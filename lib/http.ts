@@ -303,8 +303,30 @@ export function tooLarge(): OAuthError {
   return new OAuthError("invalid_request", { description: "Request body is too large", status: 413 });
 }
 
-/** Reads a body as UTF-8 text, stopping as soon as it passes `limit` bytes. */
-export async function readText(request: Request, limit: number): Promise<string> {
+/** Default deadline for a request body to arrive, in ms (`limits.bodyTimeout`). */
+export const DEFAULT_BODY_TIMEOUT = 10_000;
+
+/**
+ * Reads a body as UTF-8 text, stopping as soon as it passes `limit` bytes, and giving up with 408 when it has
+ * not all arrived within `timeout` ms: a client that declares a body and never sends it (slowloris) must not
+ * hold the request open, on a runtime whose server has no timeout of its own (Deno) least of all.
+ */
+export function readText(request: Request, limit: number, timeout: number = DEFAULT_BODY_TIMEOUT): Promise<string> {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const late = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => {
+      // The read is abandoned, not cancelled: cancelling the body makes Deno drop the response with it.
+      reject(new OAuthError("invalid_request", {
+        description: "The request body did not arrive in time",
+        status: 408,
+        headers: { connection: "close" },
+      }));
+    }, timeout);
+  });
+  return Promise.race([readBody(request, limit), late]).finally(() => clearTimeout(timer));
+}
+
+async function readBody(request: Request, limit: number): Promise<string> {
   const declared = request.headers.get("content-length");
   if (declared !== null) {
     const length = Number(declared);

@@ -4,7 +4,7 @@
  * @module
  */
 import { ConfigurationError } from "./errors.ts";
-import { DEFAULT_FORM_LIMITS } from "./http.ts";
+import { DEFAULT_BODY_TIMEOUT, DEFAULT_FORM_LIMITS } from "./http.ts";
 import {
   type ClientMetadataDocumentOptions,
   type ClientMetadataDocuments,
@@ -166,6 +166,8 @@ export interface AuthorizationServerOptions {
   limits?: {
     /** Largest request body, in bytes (413 past it). Default 16 384. */
     maxBodyBytes?: number;
+    /** Milliseconds a request body may take to arrive before the request gets 408 (slowloris). Default 10 000. */
+    bodyTimeout?: number;
     /** Most parameters in one form or query. Default 64. */
     maxParameters?: number;
     /** Longest parameter name or value. Default 4096. */
@@ -218,6 +220,7 @@ export interface ResolvedOptions {
   paths: { authorize: string | null; token: string | null; revoke: string | null; introspect: string | null };
   secret: Uint8Array;
   maxBodyBytes: number;
+  bodyTimeout: number;
   formLimits: { maxParameters: number; maxParameterLength: number };
   onError: (error: unknown, context: ErrorContext) => void;
   onEvent: ((event: AuditEvent) => void) | undefined;
@@ -391,6 +394,7 @@ export function resolveOptions(options: AuthorizationServerOptions): ResolvedOpt
     },
     secret,
     maxBodyBytes: positive("maxBodyBytes", limits.maxBodyBytes, 16_384),
+    bodyTimeout: positive("bodyTimeout", limits.bodyTimeout, DEFAULT_BODY_TIMEOUT),
     formLimits: {
       maxParameters: positive("maxParameters", limits.maxParameters, DEFAULT_FORM_LIMITS.maxParameters),
       maxParameterLength: positive(

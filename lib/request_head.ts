@@ -2,8 +2,9 @@
  * Checks of a request's head that every adapter makes before routing (RFC 9112 §3.2, RFC 9110 §7.2), so that
  * Node, Deno and Bun answer the same: exactly one `Host`, matching the URI authority grammar (no userinfo, a
  * port of at most 65535), and a request target in origin form with no dot segments, routed as received.
- * Absolute-form targets are taken as their path and query (Bun cannot tell them apart); the authority they
- * carry is never used: absolute URLs come from the configured issuer only.
+ * Absolute-form targets are refused too (`Bun.serve` alone cannot tell them apart: it rewrites them, and
+ * resolves dot segments, before the handler runs; the reference server on Bun therefore serves through
+ * `node:http`). Absolute URLs come from the configured issuer only, never from a request.
  *
  * @module
  */
@@ -55,7 +56,7 @@ export function requestHeadProblem(hosts: readonly string[], target: string): st
   if (hosts.length === 0) return "The Host header is missing";
   if (hosts.length > 1) return "The Host header is repeated";
   if (!validHost(hosts[0]!)) return "The Host header is malformed";
-  return targetProblem(originForm(target));
+  return targetProblem(target);
 }
 
 /** The plain 400 an adapter sends for a bad request head, before any routing: no body worth reading. */
@@ -64,4 +65,25 @@ export function badRequestHead(reason: string): Response {
     status: 400,
     headers: { "content-type": "application/json", "cache-control": "no-store", connection: "close" },
   });
+}
+
+/**
+ * Checks a request as `Deno.serve` or `Bun.serve` hands it over, where the head is only seen through
+ * `request.url` and the joined `Host`: the answer to send (400), or null to go on. Deno builds `request.url` by
+ * pasting the `Host` value in front of the request target, unchecked, so the `Host` is checked before the URL
+ * is trusted; after that, what follows the authority is the target as received (Deno resolves no dot
+ * segments; Bun does, before anyone sees the request, so there a dot segment cannot be refused).
+ */
+export function checkFetchRequest(request: Request): Response | null {
+  const host = request.headers.get("host");
+  if (host === null) return badRequestHead("The Host header is missing");
+  // A repeated Host reaches a fetch handler joined with ", ", which the grammar refuses.
+  if (!validHost(host)) return badRequestHead("The Host header is malformed");
+  const url = request.url;
+  const scheme = /^https?:\/\//i.exec(url)?.[0] ?? "";
+  // Deno: an origin-form request's URL is scheme + Host + target; anything else came in absolute form.
+  if (!url.startsWith(scheme + host)) return badRequestHead("The request target must be a path");
+  const target = url.slice(scheme.length + host.length);
+  const problem = targetProblem(target === "" ? "/" : target);
+  return problem === null ? null : badRequestHead(problem);
 }

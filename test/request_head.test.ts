@@ -42,6 +42,7 @@ describe("targets", () => {
     expect(requestHeadProblem(["a", "a"], "/")).toMatch(/repeated/);
     expect(requestHeadProblem(["x@y"], "/")).toMatch(/malformed/);
     expect(requestHeadProblem(["a"], "/x/../y")).toMatch(/dot/);
-    expect(requestHeadProblem(["a:80"], "http://b/y")).toBeNull();
+    expect(requestHeadProblem(["a:80"], "http://b/y")).toMatch(/path/);
+    expect(requestHeadProblem(["a:80"], "/y?z=1")).toBeNull();
   });
 });

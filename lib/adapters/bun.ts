@@ -17,6 +17,7 @@
  *
  * @module
  */
+import { checkFetchRequest } from "../request_head.ts";
 import { baseUrl, type FetchApp, logError, report, serverError } from "./fetch.ts";
 
 export type { FetchApp } from "./fetch.ts";
@@ -79,7 +80,7 @@ export async function serveBun(app: FetchApp, options: ServeBunOptions): Promise
     port,
     hostname,
     ...(idleTimeout === undefined ? {} : { idleTimeout }),
-    fetch: (request, running) => app.fetch(request, running),
+    fetch: (request, running) => checkFetchRequest(request) ?? app.fetch(request, running),
     error: (error) => {
       report(onError, error);
       return serverError();

@@ -17,6 +17,7 @@
  *
  * @module
  */
+import { checkFetchRequest } from "../request_head.ts";
 import { baseUrl, type FetchApp, logError, report, serverError } from "./fetch.ts";
 
 export type { FetchApp } from "./fetch.ts";
@@ -100,7 +101,7 @@ export function serveDeno(app: FetchApp, options: ServeDenoOptions): Promise<Den
           report(onError, error);
           return serverError();
         },
-      }, (request, info) => app.fetch(request, info));
+      }, (request, info) => checkFetchRequest(request) ?? app.fetch(request, info));
     } catch (error) {
       reject(error);
       return;

@@ -11,7 +11,8 @@
 import type { ServerResponse } from "node:http";
 import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
-import { partsOf, pathOf } from "../http.ts";
+import { jsonResponse, partsOf, pathOf } from "../http.ts";
+import { requestHeadProblem } from "../request_head.ts";
 import { baseUrl, type FetchApp, logError, report } from "./fetch.ts";
 import { type NodeIncomingMessage, nodeRequest } from "./node_request.ts";
 import { type NodeServerResponse, type WriteMode, writeFetchResponse, writeParts, writeServerError } from
@@ -100,6 +101,13 @@ export function toNodeListener(app: FetchApp, options: NodeListenerOptions = {})
   return (req, res, next) => void respond(ctx, req, res, next);
 }
 
+/** Every `Host` value as received, repeats kept. */
+function hostsOf(rawHeaders: readonly string[]): string[] {
+  const hosts: string[] = [];
+  for (let i = 0; i + 1 < rawHeaders.length; i += 2) if (rawHeaders[i]!.toLowerCase() === "host") hosts.push(rawHeaders[i + 1]!);
+  return hosts;
+}
+
 async function respond(
   ctx: Context,
   req: NodeIncomingMessage,
@@ -113,6 +121,13 @@ async function respond(
   try {
     // Inside the try: user callbacks (owns, clientAddress, a next middleware) must not become a rejection.
     if (middleware && ctx.owns !== undefined && !ctx.owns(pathOf(request.target))) return next();
+    // Findings 6-7 of issue 15: one well-formed Host and a routable target, or 400 before routing. Skipped only
+    // for middleware that does not know its paths, where the request may be the host app's.
+    const problem = middleware && ctx.owns === undefined ? null : requestHeadProblem(hostsOf(req.rawHeaders), request.target);
+    if (problem !== null) {
+      writeParts(res, jsonResponse(400, { error: "invalid_request", error_description: problem }), { ...mode, close: true });
+      return;
+    }
     const hostname = ctx.clientAddress === undefined ? req.socket.remoteAddress : ctx.clientAddress(req);
     // Shaped as Deno's handler info, which the authorization server reads the client's address from.
     const response = await ctx.app.fetch(request, { remoteAddr: { hostname } });

@@ -6,7 +6,7 @@
  */
 import { appendFile } from "node:fs/promises";
 import process from "node:process";
-import { serveBun } from "../adapters/bun.ts";
+import { serveNode } from "../adapters/node.ts";
 import { bunDrivers } from "./drivers.ts";
 import { main } from "./main.ts";
 
@@ -22,7 +22,9 @@ await main({
     for await (const chunk of process.stdin) text += String(chunk);
     return text;
   },
-  serve: serveBun,
+  // node:http, not Bun.serve: Bun.serve resolves dot segments and rewrites absolute-form targets before any
+  // handler sees them, so the request target could not be checked as received (issue 15, finding 7).
+  serve: serveNode,
   onSignal: (signal, listener) => process.once(signal, listener),
   drivers: bunDrivers,
   exit: (code) => process.exit(code),

@@ -63,7 +63,7 @@ export async function authorizeEndpoint(incoming: Incoming, context: ServerConte
     if (!isFormContentType(request.headers.get("content-type"))) {
       throw new OAuthError("invalid_request", { description: "Forms must be application/x-www-form-urlencoded" });
     }
-    form = parseForm(await readText(request, context.maxBodyBytes), context.formLimits);
+    form = parseForm(await readText(request, context.maxBodyBytes, context.bodyTimeout), context.formLimits);
   }
 
   const address = clientAddressOf(incoming, context);

@@ -12,5 +12,5 @@ export async function readPostedForm({ request }: Incoming, context: ServerConte
   if (!isFormContentType(request.headers.get("content-type"))) {
     throw new OAuthError("invalid_request", { description: "Content-Type must be application/x-www-form-urlencoded" });
   }
-  return parseForm(await readText(request, context.maxBodyBytes), context.formLimits);
+  return parseForm(await readText(request, context.maxBodyBytes, context.bodyTimeout), context.formLimits);
 }

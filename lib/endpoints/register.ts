@@ -32,7 +32,7 @@ export async function registerEndpoint(incoming: Incoming, context: ServerContex
   }
   let body: unknown;
   try {
-    body = JSON.parse(await readText(request, context.maxBodyBytes));
+    body = JSON.parse(await readText(request, context.maxBodyBytes, context.bodyTimeout));
   } catch (error) {
     if (error instanceof OAuthError) throw error;
     throw new OAuthError("invalid_client_metadata", { description: "The body is not valid JSON" });

@@ -96,6 +96,7 @@ export async function createReferenceApp(options: ReferenceAppOptions): Promise<
     ...(options.onError ? { onError: options.onError } : {}),
     ...(options.onEvent ? { onEvent: options.onEvent } : {}),
     ...(config.trust_proxy ? { trustProxy: config.trust_proxy } : {}),
+    ...(config.body_timeout_seconds === undefined ? {} : { limits: { bodyTimeout: config.body_timeout_seconds * 1000 } }),
     authenticateUser: login,
   });
   await writeConfigClients(config, server, storage);

@@ -68,6 +68,8 @@ export interface ReferenceConfig {
   refresh_grace_seconds?: number;
   /** Addresses or CIDR ranges of trusted reverse proxies. */
   trust_proxy?: string[];
+  /** Seconds a request body may take to arrive (408 past it). */
+  body_timeout_seconds?: number;
   /** Audit events as JSON lines: `"stderr"` or a file path. */
   audit_log?: string;
   metrics?: { enabled?: boolean };

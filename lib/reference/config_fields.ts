@@ -106,6 +106,11 @@ export const CONFIG_FILE: Field = {
       minimum: 0,
     },
     trust_proxy: strings("Addresses or CIDR ranges of reverse proxies whose X-Forwarded-For is believed."),
+    body_timeout_seconds: {
+      kind: "integer",
+      description: "Seconds a request body may take to arrive before the request gets 408 (slowloris); default 10.",
+      minimum: 1,
+    },
     audit_log: str('Where audit events go, one JSON line each: "stderr", or a file path (appended to). Default: none.'),
     metrics: {
       kind: "object",
