@@ -4,7 +4,10 @@ import { type ChildProcess, spawn, spawnSync } from "node:child_process";
 import { existsSync, mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { afterAll, beforeAll, expect, test } from "vitest";
+import { afterAll, beforeAll, expect, test, vi } from "vitest";
+
+// Each test spawns the command line several times; a loaded CI machine needs far more than the default 5 s.
+vi.setConfig({ testTimeout: 60_000 });
 
 const dir = mkdtempSync(join(tmpdir(), "oauth2-clients-"));
 const config = join(dir, "app.json");

@@ -4,7 +4,10 @@ import { spawn, spawnSync } from "node:child_process";
 import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { expect, test } from "vitest";
+import { expect, test, vi } from "vitest";
+
+// Each test spawns the command line several times; a loaded CI machine needs far more than the default 5 s.
+vi.setConfig({ testTimeout: 60_000 });
 import { COMMANDS } from "../../lib/cli/args.ts";
 
 const cli = (args: string[], options: { input?: string; env?: Record<string, string> } = {}) => {
