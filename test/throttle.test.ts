@@ -60,3 +60,22 @@ test("a hung store fails the request with 503 temporarily_unavailable after stor
   expect(response.headers.get("retry-after")).toBe("1");
   expect(await response.json()).toMatchObject({ error: "temporarily_unavailable" });
 });
+
+test("at its key cap the throttle forgets idle keys, keeps one still in use, and a new key stays cheap", () => {
+  const throttle = memoryThrottle({ maxFailures: 1, blockSeconds: 600, maxKeys: 4 });
+  throttle.fail("attacker", 0); // blocked at once
+  throttle.fail("idle", 0);
+  for (let i = 0; i < 10; i++) {
+    throttle.fail(`flood-${i}`, 0);
+    // The attacker keeps asking: its key is in use, so no flood of new keys pushes it out.
+    expect(throttle.retryAfter("attacker", 1000)).toBeGreaterThan(0);
+  }
+  expect(throttle.retryAfter("idle", 1000)).toBe(0); // forgotten: at most maxKeys are remembered
+
+  // A flood of wrong secrets from many addresses at the cap: each new key must cost O(1), not a scan.
+  const big = memoryThrottle({ maxKeys: 100_000 });
+  for (let i = 0; i < 100_000; i++) big.fail(`addr:${i}`, 0);
+  const started = performance.now();
+  for (let i = 100_000; i < 150_000; i++) big.fail(`addr:${i}`, 0);
+  expect(performance.now() - started).toBeLessThan(750); // about 90 ms here; evicting key by key took 1.8 s
+});
