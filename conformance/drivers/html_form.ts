@@ -36,47 +36,58 @@ const TEXT_INPUT = /^(text|email|tel|search|username)$/;
 export function htmlFormDriver(options: HtmlFormDriverOptions): ApprovalDriver {
   const jar = new CookieJar();
   const maxRedirects = options.maxRedirects ?? 10;
+  /** One approval in the session `jar` holds. */
+  async function once(authorizeUrl: URL, deny: boolean, fetch: ApproveOptions["fetch"], jar: CookieJar): Promise<URL> {
+    const redirectUri = authorizeUrl.searchParams.get("redirect_uri");
+    // Without a redirect_uri in the request, the first hop to another origin is the client's callback.
+    const arrived = (u: URL) => redirectUri !== null ? isRedirectTo(u, redirectUri) : u.origin !== authorizeUrl.origin;
+    const follow = { jar, until: arrived, maxRedirects };
+    let next: { url: URL; method: "GET" | "POST"; body?: URLSearchParams } = { url: authorizeUrl, method: "GET" };
+    let logins = 0;
+    let consents = 0;
+    for (;;) {
+      const end = await followRedirects(fetch, next.url, follow, next.method, next.body);
+      if (end.kind === "arrived") {
+        // Asked to deny, but no consent page was ever shown and a code came back: remembered consent.
+        if (deny && consents === 0 && end.url.searchParams.has("code")) throw new ConsentRemembered();
+        return end.url;
+      }
+      const { response, url } = end;
+      const html = await response.text();
+      if (response.status !== 200) {
+        throw new DriverError(`The server answered ${response.status} at ${url}: ${pageSummary(html)}`);
+      }
+      const forms = parseForms(html, url);
+      const login = forms.find((f) => f.controls.some((c) => c.tag === "input" && c.type === "password"));
+      if (login) {
+        if (++logins > 2) throw new DriverError("The login form came back after logging in: check username and password");
+        next = submit(login, fillLogin(login, options), login.controls.find(isSubmit));
+        continue;
+      }
+      if (++consents > 3) throw new DriverError("The consent form came back after answering it three times");
+      const choice = chooseConsent(forms, deny);
+      if (choice) {
+        next = submit(choice.form, choice.form.controls, choice.button);
+        continue;
+      }
+      // A Cancel or Deny that is a link, not a button.
+      const link = deny ? parseLinks(html, url).find((l) => DENY.test(l.text) || DENY.test(l.id ?? "")) : undefined;
+      if (link) {
+        next = { url: link.href, method: "GET" };
+        continue;
+      }
+      throw new DriverError(`No login form and no ${deny ? "Deny" : "Allow"} button at ${url}: ${pageSummary(html)}`);
+    }
+  }
   return {
     async approve(authorizeUrl: URL, { deny, fetch }: ApproveOptions): Promise<URL> {
-      const redirectUri = authorizeUrl.searchParams.get("redirect_uri");
-      // Without a redirect_uri in the request, the first hop to another origin is the client's callback.
-      const arrived = (u: URL) => redirectUri !== null ? isRedirectTo(u, redirectUri) : u.origin !== authorizeUrl.origin;
-      const follow = { jar, until: arrived, maxRedirects };
-      let next: { url: URL; method: "GET" | "POST"; body?: URLSearchParams } = { url: authorizeUrl, method: "GET" };
-      let logins = 0;
-      let consents = 0;
-      for (;;) {
-        const end = await followRedirects(fetch, next.url, follow, next.method, next.body);
-        if (end.kind === "arrived") {
-          // Asked to deny, but no consent page was ever shown and a code came back: remembered consent.
-          if (deny && consents === 0 && end.url.searchParams.has("code")) throw new ConsentRemembered();
-          return end.url;
-        }
-        const { response, url } = end;
-        const html = await response.text();
-        if (response.status !== 200) {
-          throw new DriverError(`The server answered ${response.status} at ${url}: ${pageSummary(html)}`);
-        }
-        const forms = parseForms(html, url);
-        const login = forms.find((f) => f.controls.some((c) => c.tag === "input" && c.type === "password"));
-        if (login) {
-          if (++logins > 2) throw new DriverError("The login form came back after logging in: check username and password");
-          next = submit(login, fillLogin(login, options), login.controls.find(isSubmit));
-          continue;
-        }
-        if (++consents > 3) throw new DriverError("The consent form came back after answering it three times");
-        const choice = chooseConsent(forms, deny);
-        if (choice) {
-          next = submit(choice.form, choice.form.controls, choice.button);
-          continue;
-        }
-        // A Cancel or Deny that is a link, not a button.
-        const link = deny ? parseLinks(html, url).find((l) => DENY.test(l.text) || DENY.test(l.id ?? "")) : undefined;
-        if (link) {
-          next = { url: link.href, method: "GET" };
-          continue;
-        }
-        throw new DriverError(`No login form and no ${deny ? "Deny" : "Allow"} button at ${url}: ${pageSummary(html)}`);
+      try {
+        return await once(authorizeUrl, deny, fetch, jar);
+      } catch (error) {
+        // Consent remembered in this session: a new browser session (log in again) gets the consent page and
+        // its Deny. Only if that session is not asked either is there no Deny to press.
+        if (!(error instanceof ConsentRemembered)) throw error;
+        return await once(authorizeUrl, deny, fetch, new CookieJar());
       }
     },
   };

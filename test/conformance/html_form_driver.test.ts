@@ -164,6 +164,41 @@ describe("htmlFormDriver and Cancel links, remembered consent", () => {
   });
 });
 
+describe("htmlFormDriver and consent remembered per session", () => {
+  it("denies in a new session when its own session's consent is remembered", async () => {
+    const approved = new Set<string>();
+    let sessions = 0;
+    const fetch = async (request: Request): Promise<Response> => {
+      const url = new URL(request.url);
+      let sid = /(?:^|; )sid=([^;]+)/.exec(request.headers.get("cookie") ?? "")?.[1];
+      const headers = new Headers();
+      if (sid === undefined) {
+        sid = `s${++sessions}`;
+        headers.set("set-cookie", `sid=${sid}; Path=/`);
+      }
+      const back = (param: string, value: string) => {
+        headers.set("location", `${REDIRECT}&${param}=${value}&state=xyz`);
+        return new Response(null, { status: 302, headers });
+      };
+      if (request.method === "GET" && approved.has(sid)) return back("code", "remembered");
+      if (request.method === "GET") {
+        headers.set("content-type", "text/html");
+        return new Response(`<form method=post><button name=d value=allow>Allow</button><button name=d value=deny>Deny</button></form>`, { headers });
+      }
+      const form = new URLSearchParams(await request.text());
+      if (form.get("d") === "allow") approved.add(sid);
+      return form.get("d") === "allow" ? back("code", "fresh") : back("error", "access_denied");
+    };
+    const driver = htmlFormDriver({ username: "u", password: "p" });
+    expect((await driver.approve(authorizeUrl(), { deny: false, fetch })).searchParams.get("code")).toBe("fresh");
+    const denied = await driver.approve(authorizeUrl(), { deny: true, fetch });
+    expect(denied.searchParams.get("error")).toBe("access_denied");
+    expect(sessions).toBe(2);
+    // The driver's own session is kept: its consent is still remembered.
+    expect((await driver.approve(authorizeUrl(), { deny: false, fetch })).searchParams.get("code")).toBe("remembered");
+  });
+});
+
 describe("the pieces exported for custom drivers", () => {
   it("follow redirects with a cookie jar, and read links", async () => {
     const jar = new CookieJar();
