@@ -169,7 +169,6 @@ describe("htmlFormDriver and consent remembered per session", () => {
     const approved = new Set<string>();
     let sessions = 0;
     const fetch = async (request: Request): Promise<Response> => {
-      const url = new URL(request.url);
       let sid = /(?:^|; )sid=([^;]+)/.exec(request.headers.get("cookie") ?? "")?.[1];
       const headers = new Headers();
       if (sid === undefined) {
