@@ -293,3 +293,59 @@ describe("the reference server's round-2 addresses", () => {
     await exchange(w.app, { grant_type: "authorization_code", code: w.code, redirect_uri: DEMO_REDIRECT_URI });
   });
 });
+
+// CORS with a list of origins (the library option): any endpoint, any method, any Origin.
+describe("CORS with a list of origins", () => {
+  const LISTED_ORIGIN = "https://app.example";
+  const CORS_PATHS = [
+    "/token", "/revoke", "/introspect", "/register", "/.well-known/oauth-authorization-server",
+    "/index.php?module=OAuth2&action=token",
+  ];
+  const PAGE_PATHS = ["/authorize?client_id=spa", "/index.php?module=OAuth2&action=authorize&client_id=spa"];
+
+  test("only a listed origin is ever allowed, exactly, with Vary; never on the authorization endpoint; preflights write nothing", async () => {
+    const { fixture: makeFixture, ISSUER: LIB_ISSUER } = await import("../helpers.ts");
+    const injector = new FaultInjector(memoryStorage());
+    const { server } = await makeFixture({ storage: injector.storage, cors: { origins: [LISTED_ORIGIN] }, registration: { enabled: true } });
+    const arbitrary = fc.record({
+      path: fc.constantFrom(...CORS_PATHS, ...PAGE_PATHS, "/nowhere"),
+      method: fc.constantFrom("OPTIONS", "OPTIONS", "POST", "GET"),
+      origin: fc.option(fc.constantFrom(
+        LISTED_ORIGIN, LISTED_ORIGIN, `${LISTED_ORIGIN}.evil.example`, "https://APP.example", `${LISTED_ORIGIN}:443`, "http://app.example",
+        "null", `${LISTED_ORIGIN}/`, "*",
+      ), { nil: undefined }),
+      requestMethod: fc.option(fc.constantFrom("POST", "GET", "PUT"), { nil: undefined }),
+    });
+    let allowed = 0;
+    await fc.assert(fc.asyncProperty(arbitrary, async (i) => {
+      const headers = new Headers();
+      if (i.origin !== undefined) headers.set("origin", i.origin);
+      if (i.requestMethod !== undefined) headers.set("access-control-request-method", i.requestMethod);
+      const before = injector.calls.length;
+      const seen = await see(await server.fetch(new Request(`${LIB_ISSUER}${i.path}`, {
+        method: i.method, headers, ...(i.method === "POST" ? { body: "grant_type=client_credentials" } : {}),
+      })));
+      const problems: string[] = [];
+      if (seen.status >= 500) problems.push(`status ${seen.status}`);
+      const acao = seen.headers.get("access-control-allow-origin");
+      const page = PAGE_PATHS.includes(i.path);
+      if (acao !== null) {
+        allowed++;
+        if (i.origin !== LISTED_ORIGIN || acao !== LISTED_ORIGIN) problems.push(`Access-Control-Allow-Origin ${acao} for Origin ${i.origin}`);
+        if (!/\borigin\b/i.test(seen.headers.get("vary") ?? "")) problems.push("an echoed origin without Vary: Origin");
+        if (page) problems.push("CORS on the authorization endpoint");
+      }
+      if (seen.headers.has("access-control-allow-credentials")) problems.push("CORS with credentials");
+      if (i.method === "OPTIONS") {
+        if (page && seen.status >= 200 && seen.status < 300) problems.push(`a ${seen.status} preflight on the authorization endpoint`);
+        const writes = injector.calls.slice(before).map((c) => c.method).filter((m) => WRITES.has(m));
+        if (writes.length > 0) problems.push(`a preflight wrote to the store: ${writes.join(", ")}`);
+        if (!page && i.path !== "/nowhere" && i.origin === LISTED_ORIGIN && (seen.status !== 204 || acao === null)) {
+          problems.push(`the listed origin's preflight got ${seen.status} without CORS`);
+        }
+      }
+      if (problems.length > 0) throw new Error(`${problems.join("; ")}\n  request: ${JSON.stringify(i)}`);
+    }), { numRuns: Math.max(200, Math.round(RUNS / 2)) });
+    expect(allowed, "the listed origin was allowed somewhere").toBeGreaterThan(0);
+  }, 60_000);
+});
