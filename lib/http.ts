@@ -323,7 +323,13 @@ export function readText(request: Request, limit: number, timeout: number = DEFA
       }));
     }, timeout);
   });
-  return Promise.race([readBody(request, limit), late]).finally(() => clearTimeout(timer));
+  // A client that disconnects mid-body is no server error: a plain 400, nothing for onError (anyone could fill
+  // the log with stack traces that way). The connection is gone, so nobody reads the answer.
+  const read = readBody(request, limit).catch((error: unknown) => {
+    if (error instanceof OAuthError) throw error;
+    throw new OAuthError("invalid_request", { description: "The request body could not be read", headers: { connection: "close" } });
+  });
+  return Promise.race([read, late]).finally(() => clearTimeout(timer));
 }
 
 async function readBody(request: Request, limit: number): Promise<string> {

@@ -25,6 +25,21 @@ describe.each(["node", "deno", "bun"])("on %s", (runtime) => {
     }
   }, 30_000);
 
+  test("11. clients that disconnect mid-body are not logged as errors with a stack trace", async () => {
+    const server = await startReference(runtime, config());
+    try {
+      const host = new URL(server.url).host;
+      await Promise.all(Array.from({ length: 5 }, () => stall(server.url,
+        `POST /index.php?module=OAuth2&action=token HTTP/1.1\r\nHost: ${host}\r\n` +
+        `Content-Type: application/x-www-form-urlencoded\r\nContent-Length: 200\r\n\r\ngrant_type=client`, 200)));
+      await new Promise((done) => setTimeout(done, 500));
+      expect(server.output()).not.toMatch(/\n\s+at /);
+      expect(server.output()).not.toMatch(/error at token/);
+    } finally {
+      await server.stop();
+    }
+  }, 30_000);
+
   if (runtime === "deno") {
     test("refuses to listen beyond loopback without a trusted proxy, and says why", async () => {
       const error = await startReference(runtime, config(), ["--host", "0.0.0.0"]).then(() => "started", (e: Error) => e.message);
