@@ -9,6 +9,7 @@
 import { OAuthError } from "./errors.ts";
 import { checkRedirectUriValue } from "./registration_rules.ts";
 import type { ClientRecord } from "./storage/types.ts";
+import { readBody } from "./http.ts";
 
 /** Options of client metadata documents (`clientMetadataDocuments` of the server). */
 export interface ClientMetadataDocumentOptions {
@@ -135,7 +136,7 @@ export function clientMetadataDocuments(options: ClientMetadataDocumentOptions):
     }
     let text: string;
     try {
-      text = await until(readCapped(response, MAX_DOCUMENT_BYTES), deadline);
+      text = await until(readBody(response, MAX_DOCUMENT_BYTES, () => refused("The client's metadata document is too large")), deadline);
     } catch (cause) {
       if (cause instanceof OAuthError) throw cause;
       throw refused("The client's metadata document could not be fetched", cause);
@@ -184,36 +185,6 @@ function until<T>(promise: Promise<T>, signal: AbortSignal): Promise<T> {
     signal.addEventListener("abort", abort, { once: true });
     promise.then(resolve, reject).finally(() => signal.removeEventListener("abort", abort));
   });
-}
-
-/** Reads at most `limit` bytes of a body; past it, stops reading and refuses the document. */
-async function readCapped(response: Response, limit: number): Promise<string> {
-  const declared = Number(response.headers.get("content-length"));
-  if (declared > limit) {
-    void response.body?.cancel().catch(() => {});
-    throw refused("The client's metadata document is too large");
-  }
-  if (response.body === null) return "";
-  const reader = response.body.getReader();
-  const chunks: Uint8Array[] = [];
-  let size = 0;
-  for (;;) {
-    const { done, value } = await reader.read();
-    if (done) break;
-    size += value.byteLength;
-    if (size > limit) {
-      void reader.cancel().catch(() => {});
-      throw refused("The client's metadata document is too large");
-    }
-    chunks.push(value);
-  }
-  const bytes = new Uint8Array(size);
-  let at = 0;
-  for (const chunk of chunks) {
-    bytes.set(chunk, at);
-    at += chunk.byteLength;
-  }
-  return new TextDecoder("utf-8", { fatal: false }).decode(bytes);
 }
 
 /** Cache lifetime from Cache-Control: none for no-store/no-cache, else max-age within [30 s, 24 h]; default 5 min. */

@@ -10,6 +10,7 @@ import { ConfigurationError } from "./errors.ts";
 import { grantTypesProblem } from "./grants/registry.ts";
 import type { ResolvedOptions } from "./options.ts";
 import type { ClientRecord, GrantType } from "./storage/types.ts";
+import { LOOPBACK_HOSTS } from "./redirect_uri.ts";
 
 /** What {@link ClientRegistry.register} takes. */
 export interface ClientRegistration {
@@ -80,7 +81,7 @@ function checkRedirectUri(uri: unknown): string {
     return fail(`redirect URI must be an absolute URL: "${uri}"`);
   }
   if (uri.includes("#")) fail(`redirect URI must not have a fragment: "${uri}"`);
-  if (url.protocol === "http:" && !["127.0.0.1", "localhost", "[::1]"].includes(url.hostname)) {
+  if (url.protocol === "http:" && !LOOPBACK_HOSTS.includes(url.hostname)) {
     fail(`redirect URI must use https (http only on a loopback host): "${uri}"`);
   }
   if (url.protocol === "javascript:" || url.protocol === "data:") fail(`redirect URI scheme is not allowed: "${uri}"`);

@@ -332,11 +332,19 @@ export function readText(request: Request, limit: number, timeout: number = DEFA
   return Promise.race([read, late]).finally(() => clearTimeout(timer));
 }
 
-async function readBody(request: Request, limit: number): Promise<string> {
+/**
+ * Reads a body (a request's, or a fetched response's) as UTF-8 text, stopping as soon as it passes `limit`
+ * bytes; past it, throws `tooLargeError()`, by default the 413 {@link tooLarge}. No deadline of its own.
+ */
+export async function readBody(
+  request: Request | Response,
+  limit: number,
+  tooLargeError: () => Error = tooLarge,
+): Promise<string> {
   const declared = request.headers.get("content-length");
   if (declared !== null) {
     const length = Number(declared);
-    if (length > limit) throw tooLarge();
+    if (length > limit) throw tooLargeError();
     if (Number.isSafeInteger(length) && request.headers.get("transfer-encoding") === null) {
       // A declared length within the limit, and no chunked framing: the server that parsed the request (Node,
       // Deno and Bun all do) delivers exactly that many bytes and refuses Content-Length with
@@ -344,7 +352,7 @@ async function readBody(request: Request, limit: number): Promise<string> {
       // is why `request.body` is not even touched here). The size is checked again for a Request built in
       // process with a length that lies.
       const bytes = await request.bytes();
-      if (bytes.byteLength > limit) throw tooLarge();
+      if (bytes.byteLength > limit) throw tooLargeError();
       return decoder.decode(bytes);
     }
   }
@@ -358,7 +366,7 @@ async function readBody(request: Request, limit: number): Promise<string> {
     size += value.byteLength;
     if (size > limit) {
       await reader.cancel().catch(() => {});
-      throw tooLarge();
+      throw tooLargeError();
     }
     chunks.push(value);
   }

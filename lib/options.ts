@@ -20,6 +20,7 @@ import type { ScopePolicy } from "./scope.ts";
 import { memoryThrottle, type Throttle } from "./throttle.ts";
 import { type ClientAddressResolver, trustedProxies } from "./proxy.ts";
 import type { AuditEvent } from "./audit.ts";
+import { LOOPBACK_HOSTS } from "./redirect_uri.ts";
 
 /** The logged-in end user, as the authentication hook reports them. */
 export interface EndUser {
@@ -321,7 +322,7 @@ export function resolveOptions(options: AuthorizationServerOptions): ResolvedOpt
   if (url.search || url.hash || options.issuer.includes("?") || options.issuer.includes("#")) {
     fail(`"issuer" must have no query or fragment: "${options.issuer}"`);
   }
-  const loopback = ["127.0.0.1", "localhost", "[::1]"].includes(url.hostname);
+  const loopback = LOOPBACK_HOSTS.includes(url.hostname);
   if (url.protocol !== "https:" && !(url.protocol === "http:" && loopback)) {
     fail(`"issuer" must use https (http only on a loopback host): "${options.issuer}"`);
   }

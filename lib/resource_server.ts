@@ -9,6 +9,7 @@
  */
 import type { AccessTokenInfo } from "./bearer.ts";
 import { OAuthError } from "./errors.ts";
+import { LOOPBACK_HOSTS } from "./redirect_uri.ts";
 
 /**
  * Looks an access token up; resolves to what it grants, or null when it is unknown, expired or revoked. Throw
@@ -205,7 +206,7 @@ export function checkResourceUri(value: string): URL | null {
   } catch {
     return null;
   }
-  const loopback = url.hostname === "127.0.0.1" || url.hostname === "[::1]" || url.hostname === "localhost";
+  const loopback = LOOPBACK_HOSTS.includes(url.hostname);
   if (url.protocol === "https:" || (url.protocol === "http:" && loopback)) return url;
   return null;
 }

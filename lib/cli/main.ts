@@ -12,6 +12,7 @@ import type { AuditEvent } from "../audit.ts";
 import { banner, help, loadConfig, parseCommandLine, serveArgs, UsageError, VERSION } from "./args.ts";
 import { ADMIN_RUNNERS } from "./clients.ts";
 import type { FetchApp } from "../adapters/fetch.ts";
+import { LOOPBACK_HOSTS } from "../redirect_uri.ts";
 
 /** What an entry point supplies from its runtime. */
 export interface CliRuntime {
@@ -127,7 +128,8 @@ async function serve(flags: Flags, _: string | undefined, runtime: CliRuntime): 
   if (args.secret !== undefined) config.secret = args.secret;
   if (args.trustProxy !== undefined) config.trust_proxy = args.trustProxy;
   // Slowloris (finding 8 of issue 15): where the server cannot time out stalled connections, only a proxy can.
-  const loopback = ["127.0.0.1", "::1", "localhost", "[::1]"].includes(args.host) || args.host.startsWith("127.");
+  // A listen address is written without brackets: `::1`, not `[::1]`.
+  const loopback = LOOPBACK_HOSTS.includes(args.host) || args.host === "::1" || args.host.startsWith("127.");
   if (runtime.noConnectionTimeouts !== undefined && !loopback && (config.trust_proxy ?? []).length === 0) {
     throw new Error(
       `Cannot listen on ${args.host} with ${runtime.noConnectionTimeouts}: it never closes connections that stall ` +
