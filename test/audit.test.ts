@@ -4,7 +4,7 @@ import { expect, test } from "vitest";
 import { type AuditEvent, passwordLogin } from "../mod.ts";
 import { memoryThrottle } from "../lib/throttle.ts";
 import { sha256 } from "../lib/sha256.ts";
-import { codeRequest, consent, fixture, postToken, REDIRECT, SECRETS, spaCode, TOKEN_URL } from "./helpers.ts";
+import { codeRequest, consent, fixture, ISSUER, postToken, REDIRECT, SECRETS, spaCode, TOKEN_URL } from "./helpers.ts";
 
 test("a whole grant's life is reported, with ids and the client's address, and no secret", async () => {
   const events: AuditEvent[] = [];
@@ -89,4 +89,51 @@ test("passwordLogin reports sign-ins that succeed, fail and are throttled", asyn
     ["request.throttled", undefined, "web", "203.0.113.9"],
   ]);
   expect(JSON.stringify(events)).not.toContain("wrong-");
+});
+
+test("refresh, reuse and revocation events carry exactly the ids they know: a user's grant, or a client's own", async () => {
+  const events: AuditEvent[] = [];
+  const { server } = await fixture({ onEvent: (event) => events.push(event) });
+  const pick = (type: string) => events.filter((e) => e.type === type).map(({ time: _, ...rest }) => rest);
+  const basic = (id: string, secret: string) => ({ authorization: `Basic ${btoa(`${id}:${secret}`)}` });
+  // A user's grant (spa) and a client's own (backend-refresh: no user).
+  const { code, verifier } = await spaCode(server);
+  const user = await (await postToken(server, { grant_type: "authorization_code", client_id: "spa", redirect_uri: REDIRECT, code, code_verifier: verifier })).json();
+  const own = await (await postToken(server, { grant_type: "client_credentials", scope: "export" }, basic("backend-refresh", SECRETS.backendRefresh))).json();
+  const grant = events.find((e) => e.type === "code.redeemed")!.grant_id!;
+  const ownGrant = events.find((e) => e.type === "token.issued" && e.client_id === "backend-refresh")!.grant_id!;
+  expect(typeof ownGrant).toBe("string");
+
+  await postToken(server, { grant_type: "refresh_token", client_id: "spa", refresh_token: user.refresh_token });
+  const ownNext = await (await postToken(server, { grant_type: "refresh_token", refresh_token: own.refresh_token }, basic("backend-refresh", SECRETS.backendRefresh))).json();
+  expect(pick("token.refreshed")).toEqual([
+    { type: "token.refreshed", client_id: "spa", user_id: "alice", grant_id: grant },
+    { type: "token.refreshed", client_id: "backend-refresh", grant_id: ownGrant },
+  ]);
+  await postToken(server, { grant_type: "refresh_token", client_id: "spa", refresh_token: user.refresh_token });
+  await postToken(server, { grant_type: "refresh_token", refresh_token: own.refresh_token }, basic("backend-refresh", SECRETS.backendRefresh));
+  expect(pick("refresh.reuse_detected")).toEqual([
+    { type: "refresh.reuse_detected", client_id: "spa", user_id: "alice", grant_id: grant },
+    { type: "refresh.reuse_detected", client_id: "backend-refresh", grant_id: ownGrant },
+  ]);
+
+  const again = await (await postToken(server, { grant_type: "client_credentials", scope: "export" }, basic("backend", SECRETS.backend))).json();
+  const revoke = (token: string, id: string, secret: string) => server.fetch(new Request(`${ISSUER}/revoke`, {
+    method: "POST",
+    headers: { "content-type": "application/x-www-form-urlencoded", ...basic(id, secret) },
+    body: new URLSearchParams({ token }),
+  }));
+  const second = await spaCode(server);
+  const web = await (await postToken(server, { grant_type: "authorization_code", client_id: "spa", redirect_uri: REDIRECT, code: second.code, code_verifier: second.verifier })).json();
+  await revoke(again.access_token, "backend", SECRETS.backend);
+  await server.fetch(new Request(`${ISSUER}/revoke`, {
+    method: "POST",
+    headers: { "content-type": "application/x-www-form-urlencoded" },
+    body: new URLSearchParams({ client_id: "spa", token: web.access_token }),
+  }));
+  expect(pick("token.revoked")).toEqual([
+    { type: "token.revoked", client_id: "backend", reason: "access_token" },
+    { type: "token.revoked", client_id: "spa", user_id: "alice", grant_id: events.filter((e) => e.type === "code.redeemed")[1]!.grant_id, reason: "access_token" },
+  ]);
+  expect(ownNext.access_token).toBeTruthy();
 });
