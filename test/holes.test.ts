@@ -209,3 +209,46 @@ test("an unknown client_id with a secret is refused like a wrong secret", async 
   expect(response.status).toBe(401);
   expect(response.headers.get("www-authenticate")).toMatch(/^Basic /);
 });
+
+describe("the consent CSRF token, malformed or from the future", () => {
+  const post = (server: Awaited<ReturnType<typeof fixture>>["server"], csrf: string) => server.fetch(new Request(authorizeUrl(codeRequest("web")), {
+    method: "POST",
+    headers: { "content-type": "application/x-www-form-urlencoded" },
+    body: new URLSearchParams({ decision: "allow", csrf }).toString(),
+  }));
+
+  test.each(["", "abc", "a.b", "a.b.c.d", "zz.nonce.mac", "..", "1.2.3"])("%j is refused with 403, never a 500", async (csrf) => {
+    const { server } = await fixture();
+    expect((await post(server, csrf)).status).toBe(403);
+  });
+
+  test("a token issued after the clock's now (the clock went back) is refused", async () => {
+    const { server, clock } = await fixture();
+    const csrf = csrfOf(await (await getAuthorize(server, codeRequest("web"))).text());
+    clock.now -= 1;
+    expect((await post(server, csrf)).status).toBe(403);
+    clock.now += 1;
+    expect((await post(server, csrf)).status).toBe(303);
+  });
+});
+
+describe("introspection details", () => {
+  const introspect = (server: Awaited<ReturnType<typeof fixture>>["server"], fields: Record<string, string>) =>
+    server.fetch(form(`${ISSUER}/introspect`, fields, basic("backend", SECRETS.backend)));
+
+  test("without a token parameter: invalid_request", async () => {
+    const { server } = await fixture();
+    const response = await introspect(server, {});
+    expect(response.status).toBe(400);
+    expect((await response.json()).error).toBe("invalid_request");
+  });
+
+  test("a client's own client_credentials token has no sub", async () => {
+    const { server } = await fixture();
+    const token = (await (await postToken(server, { grant_type: "client_credentials", scope: "export" }, basic("backend", SECRETS.backend))).json()).access_token;
+    const body = await (await introspect(server, { token })).json();
+    expect(body).toMatchObject({ active: true, client_id: "backend", scope: "export" });
+    expect("sub" in body).toBe(false);
+    expect("aud" in body).toBe(false);
+  });
+});
