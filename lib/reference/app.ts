@@ -7,6 +7,7 @@
  */
 import type { AuditEvent } from "../audit.ts";
 import { passwordLogin } from "../consent/login.ts";
+import { errorPage } from "../consent/pages.ts";
 import { base64url, timingSafeEqual } from "../crypto.ts";
 import { sha256 } from "../sha256.ts";
 import { OAuthError } from "../errors.ts";
@@ -79,8 +80,12 @@ export async function createReferenceApp(options: ReferenceAppOptions): Promise<
     verify: (username, password) => users.verify(username, password),
     secret: sha256(`login-session\u0000${secret}`),
     clock,
-    // A logout ends the session in the store, for every instance.
-    sessions: storage,
+    // A logout ends the session in the store, for every instance; through the server's store, so that a hung
+    // database gets the same storageTimeout (503) as the endpoints instead of holding the request forever.
+    sessions: {
+      markOnce: (key, expiresAt, now) => server.storage.markOnce(key, expiresAt, now),
+      isMarked: (key, now) => server.storage.isMarked(key, now),
+    },
   });
   const server = createAuthorizationServer({
     issuer: options.issuer,
@@ -124,6 +129,19 @@ export async function createReferenceApp(options: ReferenceAppOptions): Promise<
     scopesSupported: config.scopes.map((s) => s.name),
     resourceName: "Sample reports API",
   });
+  /** A page's failure (the store down or slow) as the router renders one: reported, then an error page. */
+  const page = async (request: Request, endpoint: string, handler: () => Promise<Response>): Promise<Response> => {
+    try {
+      return await handler();
+    } catch (error) {
+      options.onError?.(error, { endpoint, method: request.method, path: pathOf(targetOf(request.url)) });
+      // Never the exception's message: it may hold internals. A store timeout keeps its 503 and Retry-After.
+      const oauth = error instanceof OAuthError && error.status >= 500 ? error : new OAuthError("server_error");
+      const parts = errorPage(oauth.status, "Please try again shortly", "The service could not complete the request.");
+      for (const name in oauth.headers) parts.headers.push([name, oauth.headers[name]!]);
+      return respond(request, parts);
+    }
+  };
   const route = async (request: Request, info?: unknown): Promise<Response> => {
     const path = pathOf(targetOf(request.url));
     if (path.startsWith("/.well-known/oauth-protected-resource")) {
@@ -137,8 +155,8 @@ export async function createReferenceApp(options: ReferenceAppOptions): Promise<
       return respond(request, errorResponse(new OAuthError("invalid_request", { status: 405, headers: { allow: "GET, HEAD" } })));
     }
     if (path === "/" && read) return respond(request, landing(server));
-    if (path === `${new URL(server.issuer).pathname.replace(/\/$/, "")}/account/apps`) return apps(request, info);
-    if (path === `${new URL(server.issuer).pathname.replace(/\/$/, "")}/logout`) return login.logout(request);
+    if (path === `${new URL(server.issuer).pathname.replace(/\/$/, "")}/account/apps`) return page(request, "connected_apps", () => apps(request, info));
+    if (path === `${new URL(server.issuer).pathname.replace(/\/$/, "")}/logout`) return page(request, "logout", () => login.logout(request));
     return server.fetch(request, info);
   };
   // The request log, /healthz, /readyz, and /metrics when the config enables it (never public by accident).

@@ -331,3 +331,85 @@ test("a throwing onError hook does not turn a store failure into a crash, at the
   expect(escaped, "an exception escaped protect()").toBeUndefined();
   expect(guard?.status).toBe(500);
 });
+
+// The reference server's own pages (issue 15 item 13): /account/apps and /logout read and write the store too.
+describe("the reference server's pages on a failing store", () => {
+  const REF = "http://127.0.0.1:8080";
+  const pageForm = { "content-type": "application/x-www-form-urlencoded" };
+  const csrfIn = (html: string) => /name="csrf" value="([^"]+)"/.exec(html)![1]!;
+
+  async function refWorld() {
+    const { createReferenceApp } = await import("../../lib/reference/app.ts");
+    const injector = new FaultInjector(memoryStorage(), 6_000);
+    const errors: unknown[] = [];
+    const app = await createReferenceApp({ issuer: REF, storage: injector.storage, passwordIterations: 1000, purgeInterval: 0, onError: (e) => errors.push(e) });
+    const page = await app.fetch(new Request(`${REF}/account/apps`));
+    const nonce = page.headers.getSetCookie().map((c) => c.split(";")[0]!).join("; ");
+    const login = await app.fetch(new Request(`${REF}/account/apps`, {
+      method: "POST", headers: { ...pageForm, cookie: nonce }, body: new URLSearchParams({ username: "demo", password: "demo-password", csrf: csrfIn(await page.text()) }),
+    }));
+    const cookie = login.headers.getSetCookie().find((c) => c.startsWith("oauth2_session="))!.split(";")[0]!;
+    const st: State = {};
+    const steps: { name: string; send: () => Promise<Response>; accept: (seen: Seen) => void }[] = [
+      {
+        name: "connected apps", send: () => app.fetch(new Request(`${REF}/account/apps`, { headers: { cookie } })),
+        accept: (seen) => expect({ status: seen.status, signInForm: seen.body.includes('name="password"') }, "signed in").toEqual({ status: 200, signInForm: false }),
+      },
+      {
+        name: "logout form", send: () => app.fetch(new Request(`${REF}/logout`, { headers: { cookie } })),
+        accept: (seen) => void (st.csrf = csrfIn(seen.body)),
+      },
+      {
+        name: "logout", send: () => app.fetch(new Request(`${REF}/logout`, { method: "POST", headers: { ...pageForm, cookie }, body: new URLSearchParams({ csrf: st.csrf! }) })),
+        accept: (seen) => expect(seen.body, "signed out").toContain("You have been signed out"),
+      },
+    ];
+    /** Whether the session still opens the connected-apps page (it must not, once a logout said it ended). */
+    const signedIn = async () => {
+      const seen = await see(await app.fetch(new Request(`${REF}/account/apps`, { headers: { cookie } })));
+      expect(seen.status).toBe(200);
+      return !seen.body.includes('name="password"');
+    };
+    return { app, injector, errors, steps, signedIn };
+  }
+
+  test.each(["reject", "throw", "hang", "outage"] as const)("%s at each store call: a clean 5xx page, never an exception, and no logout claimed that did not happen", async (mode) => {
+    const dry = await refWorld();
+    dry.injector.count();
+    for (const step of dry.steps) step.accept(await see(await step.send()));
+    const calls = dry.injector.calls.length;
+    expect(calls, "store calls of the pages").toBeGreaterThanOrEqual(3);
+    await Promise.all(Array.from({ length: calls }, async (_, index) => {
+      const k = index + 1;
+      const w = await refWorld();
+      w.injector.arm(k, mode);
+      for (const step of w.steps) {
+        const before = w.injector.fired;
+        let response: Response;
+        try {
+          response = await step.send();
+        } catch (error) {
+          throw new Error(`${mode} at call ${k}, ${step.name}: an exception escaped the handler: ${String(error)}`);
+        }
+        const seen = await see(response);
+        if (w.injector.fired === before) {
+          step.accept(seen);
+          continue;
+        }
+        const label = `${mode} at call ${k} (${w.injector.calls[k - 1]?.method}), ${step.name}`;
+        expect(seen.status, `${label}: ${seen.body.slice(0, 200)}`).toBeGreaterThanOrEqual(500);
+        expect(seen.status, label).toBeLessThan(600);
+        expect(seen.headers.get("content-type"), `${label}: an HTML page`).toMatch(/^text\/html/);
+        expect(seen.headers.get("x-frame-options"), label).toBe("DENY");
+        expect(seen.body, `${label}: no internal detail`).not.toMatch(/Injected|fault|isMarked|markOnce|listGrants|at \S+ \(/);
+        if (seen.status === 503) expect(seen.headers.get("retry-after"), `${label}: Retry-After`).not.toBeNull();
+        expect(w.errors.length, `${label}: the failure reaches onError`).toBeGreaterThan(0);
+        // The fault clears: the session is as it was (a failed logout ended nothing), and the step now works.
+        w.injector.clear();
+        expect(await w.signedIn(), `${label}: the session survives a failed step`).toBe(true);
+        step.accept(await see(await step.send()));
+      }
+      expect(await w.signedIn(), `${mode} at call ${k}: signed out at the end`).toBe(false);
+    }));
+  }, 30_000);
+});
