@@ -5,6 +5,7 @@
  *
  * @module
  */
+import { trustedProxies } from "../proxy.ts";
 import type { AuditEvent } from "../audit.ts";
 import { passwordLogin } from "../consent/login.ts";
 import { errorPage } from "../consent/pages.ts";
@@ -120,6 +121,7 @@ export async function createReferenceApp(options: ReferenceAppOptions): Promise<
     secret: sha256(`connected-apps\u0000${secret}`),
     clock,
     issuer: server.issuer,
+    ...(config.trust_proxy ? { clientAddress: trustedProxies(config.trust_proxy) } : {}),
   });
   // RFC 9728 metadata of the sample API (resource `{issuer}/api`), at the bare and the path-variant address.
   const sampleApi = protectedResource({

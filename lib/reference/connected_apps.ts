@@ -30,6 +30,8 @@ export interface ConnectedAppsOptions {
   clock: () => number;
   /** The issuer: POSTs from its origin (or the request's own) are accepted. */
   issuer: string;
+  /** The client's address for the sign-in throttle (behind trusted proxies, the forwarded one). Default the peer. */
+  clientAddress?: (peer: string | undefined, header: (name: string) => string | null) => string | undefined;
 }
 
 const LABEL = "oauth2-fetch-server/connected-apps:";
@@ -76,7 +78,10 @@ export function connectedApps(options: ConnectedAppsOptions): (request: Request,
       form,
       client: { client_id: "connected-apps", name: "Connected apps" },
       scope: "",
-      remoteAddress: remoteAddressOf(request, info),
+      remoteAddress: options.clientAddress
+        ? options.clientAddress(remoteAddressOf(request, info), (name) => request.headers.get(name))
+        : remoteAddressOf(request, info),
+      issuer: options.issuer,
     });
     // The sign-in page, or the redirect back here after signing in.
     if (signedIn instanceof Response) return signedIn;
