@@ -67,7 +67,8 @@ export function observe(fetch: Fetch, options: ObserveOptions): Fetch {
     if (request.method !== "GET" && request.method !== "HEAD") return undefined;
     if (endpoint === "healthz") return jsonResponse(200, { status: "ok" });
     if (endpoint === "readyz") {
-      const ok = await deadline(options.ready(), options.readyTimeout ?? 2000);
+      // A store that throws synchronously is as unready as one that rejects: never an exception out of here.
+      const ok = await deadline(new Promise((resolve) => resolve(options.ready())), options.readyTimeout ?? 2000);
       return jsonResponse(ok ? 200 : 503, { status: ok ? "ready" : "store unavailable" });
     }
     if (endpoint === "metrics" && metrics) {

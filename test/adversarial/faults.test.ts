@@ -413,3 +413,19 @@ describe("the reference server's pages on a failing store", () => {
     }));
   }, 30_000);
 });
+
+test("health on a failing store: /healthz stays 200, /readyz says 503 with no detail, and both recover at once", async () => {
+  const { createReferenceApp } = await import("../../lib/reference/app.ts");
+  for (const mode of ["reject", "throw", "hang", "outage"] as const) {
+    const injector = new FaultInjector(memoryStorage(), 6_000);
+    const app = await createReferenceApp({ issuer: "http://127.0.0.1:8080", storage: injector.storage, passwordIterations: 1000, purgeInterval: 0 });
+    const get = async (path: string) => see(await app.fetch(new Request(`http://127.0.0.1:8080${path}`)));
+    injector.arm(1, mode);
+    const ready = await get("/readyz");
+    expect({ status: ready.status, body: JSON.parse(ready.body) }, mode).toEqual({ status: 503, body: { status: "store unavailable" } });
+    expect((await get("/healthz")).status, `${mode}: the process answers`).toBe(200);
+    injector.clear();
+    expect((await get("/readyz")).status, `${mode}: ready again once the store answers`).toBe(200);
+    app.close();
+  }
+}, 30_000);
