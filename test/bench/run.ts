@@ -384,7 +384,7 @@ function fmt(n: number): string {
 
 function table(rows: Row[]): string {
   const lines: string[] = [];
-  const head = ["section", "runtime", "scenario", "rate/s", "p50 ms", "p99 ms", "× bare", "cpu µs/req", "target"];
+  const head = ["section", "runtime", "scenario", "rate/s", "p50 ms", "p99 ms", "max ms", "× bare", "cpu µs/req", "target"];
   const body = rows.map((row) => [
     row.section,
     row.runtime,
@@ -392,6 +392,7 @@ function table(rows: Row[]): string {
     fmt(row.result.rate),
     row.result.p50.toFixed(3),
     row.result.p99.toFixed(3),
+    row.result.max === undefined ? "" : row.result.max.toFixed(1),
     row.ratio === undefined ? "" : row.ratio.toFixed(2),
     row.result.server_cpu_us === undefined ? "" : `${row.result.server_cpu_us.toFixed(0)} + ${row.result.client_cpu_us!.toFixed(0)}`,
     row.target === undefined
@@ -524,6 +525,7 @@ async function main(): Promise<number> {
         rate: Math.round(entry.count / entry.seconds),
         p50: round(all.percentile(50)),
         p99: round(all.percentile(99)),
+        max: round(all.percentile(100)),
         count: entry.count,
         errors: entry.errors,
         seconds: round(entry.seconds, 2),

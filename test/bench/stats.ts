@@ -12,6 +12,8 @@ export interface Measurement {
   p50: number;
   /** 99th percentile latency, ms. */
   p99: number;
+  /** Worst latency, ms (HTTP rows): the pauses a percentile hides. */
+  max?: number;
   /** Operations counted. */
   count: number;
   /** Failed operations (a non-2xx answer or an exception); a row with failures is not a valid result. */
