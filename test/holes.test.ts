@@ -252,3 +252,11 @@ describe("introspection details", () => {
     expect("aud" in body).toBe(false);
   });
 });
+
+test("a throttle that answers asynchronously (a shared store) is awaited: its block holds", async () => {
+  const shared: Throttle = { retryAfter: () => Promise.resolve(1500), fail: () => Promise.resolve() };
+  const { server } = await fixture({ throttle: shared });
+  const response = await postToken(server, { grant_type: "client_credentials" }, basic("backend", SECRETS.backend));
+  expect(response.status).toBe(429);
+  expect(response.headers.get("retry-after")).toBe("2");
+});
