@@ -21,8 +21,8 @@ import {
   formatJson,
   formatJunit,
   formatText,
-  loadDriver,
-  loadFetchModule,
+  driverFromModule,
+  fetchFromModule,
   parseExpectations,
   parseJsonc,
   parseTarget,
@@ -177,15 +177,17 @@ async function main(argv: string[]): Promise<number> {
       ...(baseUrl === undefined ? {} : { base_url: baseUrl }),
       location: pathToFileURL(resolve(targetPath)),
     });
-    const options: ConformanceOptions = { trace: verbose };
+    // The command line imports modules itself: the published library holds no unanalysable import().
+    const importModule = (name: string): Promise<unknown> => import(name);
+    const options: ConformanceOptions = { trace: verbose, importModule };
     if (profile !== undefined) options.profile = profile;
     if (expected !== undefined) options.expected = expected;
     const skip = args.get("skip");
     if (skip !== undefined) options.skip = skip;
     const driver = args.get("driver");
-    if (driver !== undefined) options.driver = await loadDriver(specifier(driver));
+    if (driver !== undefined) options.driver = driverFromModule(await importModule(specifier(driver)), driver);
     const module = args.get("module");
-    if (module !== undefined) options.fetch = await loadFetchModule(specifier(module));
+    if (module !== undefined) options.fetch = fetchFromModule(await importModule(specifier(module)), module);
     const only = args.get("only");
     if (only !== undefined) options.only = only;
     const timeout = args.get("timeout");

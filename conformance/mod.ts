@@ -14,7 +14,7 @@
  */
 import type { CaseDef } from "./case.ts";
 import { ALL_CASES } from "./cases/index.ts";
-import { loadDriver } from "./drivers/custom.ts";
+import { driverFromModule, type ImportModule } from "./drivers/custom.ts";
 import type { ApprovalDriver } from "./drivers/driver.ts";
 import { htmlFormDriver } from "./drivers/html_form.ts";
 import type { FetchLike } from "./http.ts";
@@ -35,7 +35,7 @@ export { parseJsonc } from "./jsonc.ts";
 export { preflight, PreflightError } from "./preflight.ts";
 export { ALL_CASES } from "./cases/index.ts";
 export { BODY_FIELDS } from "./cases/body_fields.ts";
-export { driverFromModule, fetchFromModule, loadDriver, loadFetchModule } from "./drivers/custom.ts";
+export { driverFromModule, fetchFromModule, type ImportModule } from "./drivers/custom.ts";
 export { type ApprovalDriver, type ApproveOptions, ConsentRemembered, DriverError, isRedirectTo } from "./drivers/driver.ts";
 export { htmlFormDriver, type HtmlFormDriverOptions } from "./drivers/html_form.ts";
 export type { FetchLike } from "./http.ts";
@@ -84,12 +84,20 @@ export interface ConformanceOptions {
   trace?: boolean;
   /** Called as each case finishes. */
   onResult?: (result: CaseResult) => void;
+  /** Loads the custom driver module a target file names, e.g. `(s) => import(s)`; the command line passes its own. */
+  importModule?: ImportModule;
 }
 
-/** The driver a target's `approval` describes. */
-export async function driverFor(target: Target): Promise<ApprovalDriver> {
+/** The driver a target's `approval` describes; a custom driver module is loaded with `importModule`. */
+export async function driverFor(target: Target, importModule?: ImportModule): Promise<ApprovalDriver> {
   const a = target.approval;
-  return a.driver === "html_form" ? htmlFormDriver({ username: a.username, password: a.password }) : await loadDriver(a.module);
+  if (a.driver === "html_form") return htmlFormDriver({ username: a.username, password: a.password });
+  if (importModule === undefined) {
+    throw new TypeError(
+      `Cannot load driver "${a.module}": pass options.driver, or options.importModule such as (s) => import(s)`,
+    );
+  }
+  return driverFromModule(await importModule(a.module), a.module);
 }
 
 /**
@@ -104,7 +112,7 @@ export async function runConformance(target: Target | unknown, options: Conforma
   const cases = selectCases(catalog, options.only, { profile, ...(options.skip === undefined ? {} : { skip: options.skip }) });
   const fetch: FetchLike = options.fetch ?? ((request) => globalThis.fetch(request));
   if (options.preflight !== false) await preflight(checked, fetch);
-  const driver = options.driver ?? await driverFor(checked);
+  const driver = options.driver ?? await driverFor(checked, options.importModule);
   const run: Parameters<typeof runCases>[2] = { fetch, driver, profile };
   if (options.timeoutMs !== undefined) run.timeoutMs = options.timeoutMs;
   if (options.trace !== undefined) run.trace = options.trace;

@@ -3,7 +3,8 @@
  *
  * A driver module exports `approve(authorizeUrl, { deny, fetch }) => Promise<URL>` (or a default export with
  * that method, or a default function). An in-process module exports a fetch handler: `fetch`, or a default
- * export that is a function or an object with a `fetch` method (a top-level `await` may build it).
+ * export that is a function or an object with a `fetch` method (a top-level `await` may build it). The caller
+ * imports the module ({@link ImportModule}); these functions check its shape.
  *
  * @module
  */
@@ -38,11 +39,6 @@ export function driverFromModule(module: unknown, name: string): ApprovalDriver 
   };
 }
 
-/** Imports a driver module (an absolute file URL, or any specifier the runtime can import). */
-export async function loadDriver(specifier: string): Promise<ApprovalDriver> {
-  return driverFromModule(await import(specifier), specifier);
-}
-
 /** The fetch handler a module exports, bound to its object. */
 export function fetchFromModule(module: unknown, name: string): FetchLike {
   if (!isObj(module)) throw new TypeError(`Cannot load "${name}": not a module`);
@@ -56,7 +52,9 @@ export function fetchFromModule(module: unknown, name: string): FetchLike {
   throw new TypeError(`Cannot load "${name}": it must export a fetch handler (fetch, default or app)`);
 }
 
-/** Imports an in-process module and returns its fetch handler. */
-export async function loadFetchModule(specifier: string): Promise<FetchLike> {
-  return fetchFromModule(await import(specifier), specifier);
-}
+/**
+ * How a module named by a target file or a flag is loaded: the caller's own `import()`, e.g.
+ * `(specifier) => import(specifier)`. The library takes it as an argument instead of importing itself, so the
+ * published package holds no import that a registry cannot analyse; the command line passes the runtime's.
+ */
+export type ImportModule = (specifier: string) => Promise<unknown>;
