@@ -1,5 +1,5 @@
 /**
- * The config file's fields as one table: the parser walks it, and `config.schema.json` is generated from it, so
+ * The config file's fields as one table: the parser walks it, and `config.schema.json` beside it is generated from it, so
  * the two cannot drift apart (test/reference/config_schema.test.ts compares them).
  *
  * @module

@@ -48,8 +48,8 @@ describe("the packed tarball", () => {
       expect(files).toContain(target.default.slice(2));
       expect(files).toContain(target.types.slice(2));
     }
-    for (const file of ["README.md", "package.json", "LICENSE", "CHANGELOG.md", "config.schema.json"]) expect(files).toContain(file);
-    const stray = files.filter((f) => !/^dist\/.*\.(js|d\.ts)$/.test(f) && !["README.md", "package.json", "LICENSE", "CHANGELOG.md", "config.schema.json"].includes(f));
+    for (const file of ["README.md", "package.json", "LICENSE", "CHANGELOG.md", "lib/reference/config.schema.json"]) expect(files).toContain(file);
+    const stray = files.filter((f) => !/^dist\/.*\.(js|d\.ts)$/.test(f) && !["README.md", "package.json", "LICENSE", "CHANGELOG.md", "lib/reference/config.schema.json"].includes(f));
     expect(stray).toEqual([]);
     // No TypeScript sources or tests; of the command line, only the Node build (the Deno and Bun entry points run from source).
     expect(files.filter((f) => /(^|\/)test\/|\.test\.|(?<!\.d)\.ts$|serve_(deno|bun)/.test(f))).toEqual([]);
@@ -125,7 +125,7 @@ describe("the packed tarball", () => {
     const hash = npx(["hash-password"], "consumer password").trim();
     expect(hash).toMatch(/^pbkdf2-sha256\$/);
     writeFileSync(join(consumer, "config.json"), JSON.stringify({
-      $schema: "./node_modules/oauth2-fetch-server/config.schema.json",
+      $schema: "./node_modules/oauth2-fetch-server/lib/reference/config.schema.json",
       users: [{ username: "ann", password_hash: hash }],
       scopes: [{ name: "read", description: "Read" }],
       clients: [],

@@ -1,4 +1,4 @@
-// The test files `npm run mutation` (Stryker, stryker.config.json) runs against each mutant: the in-process
+// The test files `npm run mutation` (Stryker, test/mutation/stryker.config.json) runs against each mutant: the in-process
 // tree, which drives the handler without sockets, child processes or browsers.
 import { defineConfig, type ViteUserConfig } from "vitest/config";
 
