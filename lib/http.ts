@@ -10,6 +10,7 @@
  *
  * @module
  */
+import { DeadlineQueue } from "./deadline.ts";
 import { OAuthError } from "./errors.ts";
 
 /** What an endpoint is given: the request, its target (path and query) and the address of
@@ -312,24 +313,31 @@ export const DEFAULT_BODY_TIMEOUT = 10_000;
  * hold the request open, on a runtime whose server has no timeout of its own (Deno) least of all.
  */
 export function readText(request: Request, limit: number, timeout: number = DEFAULT_BODY_TIMEOUT): Promise<string> {
-  let timer: ReturnType<typeof setTimeout> | undefined;
-  const late = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => {
-      // The read is abandoned, not cancelled: cancelling the body makes Deno drop the response with it.
-      reject(new OAuthError("invalid_request", {
-        description: "The request body did not arrive in time",
-        status: 408,
-        headers: { connection: "close" },
-      }));
-    }, timeout);
-  });
   // A client that disconnects mid-body is no server error: a plain 400, nothing for onError (anyone could fill
   // the log with stack traces that way). The connection is gone, so nobody reads the answer.
   const read = readBody(request, limit).catch((error: unknown) => {
     if (error instanceof OAuthError) throw error;
     throw new OAuthError("invalid_request", { description: "The request body could not be read", headers: { connection: "close" } });
   });
-  return Promise.race([read, late]).finally(() => clearTimeout(timer));
+  // The read is abandoned, not cancelled, at the deadline: cancelling the body makes Deno drop the response.
+  return bodyDeadlines(timeout).watch(read, "body");
+}
+
+/** One deadline queue per body timeout (a server has one), so a body read arms no timer of its own. */
+const BODY_DEADLINES = new Map<number, DeadlineQueue>();
+
+function bodyDeadlines(timeout: number): DeadlineQueue {
+  let queue = BODY_DEADLINES.get(timeout);
+  if (queue === undefined) {
+    queue = new DeadlineQueue(timeout, () =>
+      new OAuthError("invalid_request", {
+        description: "The request body did not arrive in time",
+        status: 408,
+        headers: { connection: "close" },
+      }));
+    BODY_DEADLINES.set(timeout, queue);
+  }
+  return queue;
 }
 
 /**
