@@ -13,6 +13,7 @@ import { readFile, writeFile } from "node:fs/promises";
 import { resolve } from "node:path";
 import process from "node:process";
 import { pathToFileURL } from "node:url";
+import { openDocumentServer } from "./document_server.ts";
 import {
   ALL_CASES,
   casesMarkdown,
@@ -195,7 +196,10 @@ async function main(argv: string[]): Promise<number> {
       if (!/^\d+$/.test(timeout)) throw new UsageError(`--timeout must be a number of milliseconds: "${timeout}"`);
       options.timeoutMs = Number(timeout);
     }
-    const report = await runConformance(target, options);
+    // The suite serves the Client ID Metadata Documents itself, where the target's server may fetch them.
+    const documents = target.client_metadata_documents === undefined ? undefined : await openDocumentServer(target.client_metadata_documents.origin);
+    if (documents !== undefined) options.documents = documents;
+    const report = await runConformance(target, options).finally(() => documents?.close());
     console.log(formatText(report, { verbose }));
     const jsonFile = args.get("json");
     if (jsonFile !== undefined) await writeFile(jsonFile, formatJson(report) + "\n");

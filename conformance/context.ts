@@ -60,6 +60,18 @@ export type AuthzOutcome =
   | { kind: "redirect"; url: URL; exchanges: Exchange[] }
   | { kind: "refused"; message: string; exchanges: Exchange[] };
 
+/**
+ * Where the suite serves Client ID Metadata Documents for the server to fetch: an origin the target's server
+ * allows (target file `client_metadata_documents.origin`), opened by whoever runs the suite (the CLI opens a
+ * loopback listener). Paths are unique per case, so the server's document cache cannot mix cases up.
+ */
+export interface DocumentHost {
+  /** The origin documents are served from, e.g. `http://127.0.0.1:47801`. */
+  readonly origin: string;
+  /** Answers GET `path` on that origin with `respond()` until the run ends. */
+  serve(path: string, respond: () => Response): void;
+}
+
 /** The context of one running case. */
 export class CaseContext {
   readonly target: Target;
@@ -68,13 +80,16 @@ export class CaseContext {
   readonly profile: Profile;
   private readonly driver: ApprovalDriver;
   private readonly clock: AdvanceClock | undefined;
+  /** The suite's document host, for the Client ID Metadata Document cases (none: they skip). */
+  readonly documents: DocumentHost | undefined;
 
-  constructor(target: Target, http: Recorder, driver: ApprovalDriver, profile: Profile = "spec", clock?: AdvanceClock) {
+  constructor(target: Target, http: Recorder, driver: ApprovalDriver, profile: Profile = "spec", clock?: AdvanceClock, documents?: DocumentHost) {
     this.target = target;
     this.http = http;
     this.driver = driver;
     this.profile = profile;
     this.clock = clock;
+    this.documents = documents;
   }
 
   /** Ends the case as failed. Without evidence, the last exchange is shown. */

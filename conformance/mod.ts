@@ -18,7 +18,7 @@ import { driverFromModule, type ImportModule } from "./drivers/custom.ts";
 import type { ApprovalDriver } from "./drivers/driver.ts";
 import { htmlFormDriver } from "./drivers/html_form.ts";
 import type { FetchLike } from "./http.ts";
-import type { AdvanceClock } from "./context.ts";
+import type { AdvanceClock, DocumentHost } from "./context.ts";
 import { preflight } from "./preflight.ts";
 import { buildReport, type Report } from "./report.ts";
 import { runCases, selectCases } from "./runner.ts";
@@ -26,7 +26,7 @@ import { parseTarget, type Target } from "./target.ts";
 import type { CaseResult, Profile } from "./types.ts";
 
 export type { CaseDef } from "./case.ts";
-export type { AdvanceClock, CaseContext } from "./context.ts";
+export type { AdvanceClock, CaseContext, DocumentHost } from "./context.ts";
 export { CookieJar } from "./drivers/cookies.ts";
 export { formData, type FormControl, type HtmlForm, type HtmlLink, isSubmit, parseForms, parseLinks } from "./drivers/forms.ts";
 export { followRedirects, type FollowOptions, type Followed } from "./drivers/redirects.ts";
@@ -74,6 +74,8 @@ export interface ConformanceOptions {
   expected?: ReadonlyMap<string, string>;
   /** Moves the server's clock forward, for the expiry cases (skipped without it). */
   clock?: AdvanceClock;
+  /** Serves Client ID Metadata Documents at the target's `client_metadata_documents.origin` (the CIMD cases skip without it). */
+  documents?: DocumentHost;
   /** Check first that the target answers at all, and abort with one message if not. Default true. */
   preflight?: boolean;
   /** The cases to choose from. Default {@link ALL_CASES}. */
@@ -120,6 +122,7 @@ export async function runConformance(target: Target | unknown, options: Conforma
   if (options.expected !== undefined) run.expected = options.expected;
   const clock = options.clock ?? httpClock(checked, fetch);
   if (clock !== undefined) run.clock = clock;
+  if (options.documents !== undefined) run.documents = options.documents;
   const results = await runCases(cases, checked, run, catalog.filter((c) => c.profiles.includes(profile)));
   return buildReport(checked, results, started, profile);
 }

@@ -5,7 +5,7 @@
  * @module
  */
 import { type CaseDef, Outcome } from "./case.ts";
-import { type AdvanceClock, CaseContext } from "./context.ts";
+import { type AdvanceClock, CaseContext, type DocumentHost } from "./context.ts";
 import type { ApprovalDriver } from "./drivers/driver.ts";
 import { describe, type FetchLike, Recorder } from "./http.ts";
 import { preflight, PreflightError } from "./preflight.ts";
@@ -20,6 +20,8 @@ export interface RunOptions {
   profile?: Profile;
   /** Moves the server's clock, for the expiry cases (skipped without it). */
   clock?: AdvanceClock;
+  /** Serves Client ID Metadata Documents where the server may fetch them (the CIMD cases skip without it). */
+  documents?: DocumentHost;
   /** Expected failures: case id to the reason (see {@link parseExpectations}). */
   expected?: ReadonlyMap<string, string>;
   /** Milliseconds one case may take. Default 20 000. */
@@ -115,7 +117,7 @@ async function runOne(def: CaseDef, target: Target, options: RunOptions): Promis
   const started = Date.now();
   const controller = new AbortController();
   const http = new Recorder(options.fetch, controller.signal, secretsOf(target));
-  const ctx = new CaseContext(target, http, options.driver, options.profile ?? "spec", options.clock);
+  const ctx = new CaseContext(target, http, options.driver, options.profile ?? "spec", options.clock, options.documents);
   const limit = options.timeoutMs ?? 20_000;
   let timer: ReturnType<typeof setTimeout> | undefined;
   const timeout = new Promise<never>((_, reject) => {

@@ -89,6 +89,11 @@ export interface Target {
   code_lifetime_s: number;
   /** The MCP profile's resource, protected endpoint and CORS origin. */
   mcp: McpTarget;
+  /**
+   * Optional: where the suite may serve Client ID Metadata Documents (an origin the server is configured to
+   * fetch from, e.g. `http://127.0.0.1:47801`); without it the CIMD cases skip.
+   */
+  client_metadata_documents?: { origin: string };
 }
 
 /** Options of {@link parseTarget}. */
@@ -224,6 +229,16 @@ export function parseTarget(input: unknown, options: ParseTargetOptions = {}): T
       if (origin !== undefined) mcp.origin = origin;
     }
   }
+  let documents: { origin: string } | undefined;
+  if (input.client_metadata_documents !== undefined) {
+    if (!isObj(input.client_metadata_documents)) bad("client_metadata_documents", "must be an object with an origin");
+    else {
+      const origin = str(input.client_metadata_documents, "origin", "client_metadata_documents.");
+      if (origin !== undefined && (!isAbsolute(origin) || new URL(origin).origin !== origin)) {
+        bad("client_metadata_documents.origin", 'must be an origin such as "http://127.0.0.1:47801"', origin);
+      } else if (origin !== undefined) documents = { origin };
+    }
+  }
   const revocation = input.revocation_url === undefined ? undefined : url(input, "revocation_url", "");
   const metadata = input.metadata_url === undefined ? undefined : url(input, "metadata_url", "");
   let clockUrl: string | undefined;
@@ -256,6 +271,7 @@ export function parseTarget(input: unknown, options: ParseTargetOptions = {}): T
     code_lifetime_s: lifetime as number,
     metadata_url: metadata ?? wellKnown(issuer!),
     mcp,
+    ...(documents === undefined ? {} : { client_metadata_documents: documents }),
   };
   if (revocation !== undefined) target.revocation_url = revocation;
   if (resource) target.resource = resource;

@@ -1,15 +1,16 @@
 /**
  * The MCP authorization profile beyond OAuth 2.1: resource indicators (RFC 8707), protected-resource metadata
  * and its challenge (RFC 9728), PKCE announced in the metadata, dynamic client registration (RFC 7591) and
- * CORS for browser-based clients. Cases whose feature the target does not describe or offer skip and say why.
+ * CORS for browser-based clients, and Client ID Metadata Documents (served by the suite itself, at the origin the
+ * target file names). Cases whose feature the target does not describe or offer skip and say why.
  *
  * @module
  */
 import type { CaseDef } from "../case.ts";
 import { expectError, expectRedirectError, summary } from "../checks.ts";
-import type { CaseContext, Fields } from "../context.ts";
+import type { CaseContext, DocumentHost, Fields } from "../context.ts";
 import type { Reply } from "../http.ts";
-import { makeVerifier, s256 } from "../pkce.ts";
+import { makeVerifier, randomString, s256 } from "../pkce.ts";
 import { CONTROL, MCP } from "./profiles.ts";
 
 const UNKNOWN_RESOURCE = "https://unknown-resource.example/mcp";
@@ -55,6 +56,78 @@ async function registrationEndpoint(ctx: CaseContext): Promise<string> {
   const m = reply.status === 200 && typeof reply.json === "object" && reply.json !== null ? reply.json as Record<string, unknown> : {};
   const endpoint = m.registration_endpoint;
   return typeof endpoint === "string" ? endpoint : ctx.skip("The metadata names no registration_endpoint (dynamic registration is optional in MCP)");
+}
+
+/** The draft revision whose section numbers the CIMD cases cite (-02 renumbered them; the rules are the same). */
+const CIMD = "draft-ietf-oauth-client-id-metadata-document-01";
+
+/** The suite's document host, or a skip when the target names none or the server does not advertise support. */
+async function documentHost(ctx: CaseContext): Promise<DocumentHost> {
+  const host = ctx.documents;
+  if (host === undefined || ctx.target.client_metadata_documents === undefined) {
+    return ctx.skip('The target names no origin where the suite may serve client metadata documents ("client_metadata_documents.origin")');
+  }
+  return host;
+}
+
+/** A fresh document URL on the suite's host (a new path per use: no server-side cache can answer it). */
+function documentUrl(host: DocumentHost): string {
+  return `${host.origin}/cimd/${randomString(12)}/client.json`;
+}
+
+/** A client metadata document for `clientId` (a public client: auth method none). */
+function document(ctx: CaseContext, clientId: string, redirect: string): Record<string, unknown> {
+  return {
+    client_id: clientId,
+    client_name: "Conformance CIMD client",
+    redirect_uris: [redirect],
+    grant_types: ["authorization_code", "refresh_token"],
+    response_types: ["code"],
+    token_endpoint_auth_method: "none",
+    scope: ctx.target.clients.public.scope,
+  };
+}
+
+/** Serves `body` as JSON at `url`. */
+function serveJson(host: DocumentHost, url: string, body: unknown): void {
+  host.serve(new URL(url).pathname, () => Response.json(body, { headers: { "cache-control": "no-store" } }));
+}
+
+/** The authorization request of a document client, with PKCE. */
+async function documentRequest(ctx: CaseContext, clientId: string, redirect: string): Promise<{ url: URL; verifier: string; state: string }> {
+  const verifier = makeVerifier();
+  const params = { ...ctx.authorizeParams({ client_id: clientId, redirect_uri: redirect, scope: ctx.target.clients.public.scope }) };
+  params.code_challenge = await s256(verifier);
+  params.code_challenge_method = "S256";
+  return { url: ctx.authorizeUrl(params), verifier, state: params.state! };
+}
+
+/** The code flow with PKCE as the client a valid document at a fresh URL describes; fails unless it gets tokens. */
+async function documentFlow(ctx: CaseContext, host: DocumentHost): Promise<void> {
+  const clientId = documentUrl(host);
+  const redirect = ctx.target.clients.public.redirect_uri;
+  serveJson(host, clientId, document(ctx, clientId, redirect));
+  const request = await documentRequest(ctx, clientId, redirect);
+  const back = await ctx.approve(request.url);
+  const code = back.searchParams.get("code");
+  if (code === null) return ctx.fail(`The client of a valid metadata document got no code: ${back.href}`);
+  const tokens = await ctx.token({ grant_type: "authorization_code", client_id: clientId, redirect_uri: redirect, code, code_verifier: request.verifier });
+  ctx.check(tokens.status === 200, `The document client's code was not redeemed (auth method none, client_id the URL): ${summary(tokens)}`, tokens);
+}
+
+/**
+ * Expects the authorization request to be refused without a redirect: the redirect_uri of an unverified client
+ * is unverified. The valid twin (a fresh, valid document) runs first so that a server that refuses every
+ * document does not pass.
+ */
+async function expectDocumentRefused(ctx: CaseContext, host: DocumentHost, url: URL, what: string): Promise<string> {
+  await ctx.control(() => documentFlow(ctx, host));
+  const outcome = await ctx.outcome(url);
+  if (outcome.kind === "redirect") {
+    const code = outcome.url.searchParams.get("code");
+    return ctx.fail(`${what}, yet the server redirected to ${outcome.url.origin}${outcome.url.pathname}${code === null ? "" : " with a code"}`, outcome.exchanges);
+  }
+  return `Refused without a redirect (${outcome.message})`;
 }
 
 export const cases: CaseDef[] = [
@@ -244,6 +317,88 @@ export const cases: CaseDef[] = [
       ctx.check(page.headers.get("access-control-allow-origin") === null, `The authorization endpoint answered ${origin} with Access-Control-Allow-Origin ${JSON.stringify(page.headers.get("access-control-allow-origin"))}`, page);
       const preflight = await ctx.http.send("OPTIONS", ctx.target.token_url, { headers: { origin, "access-control-request-method": "POST" } });
       ctx.check(preflight.headers.get("access-control-allow-credentials") !== "true", "The token endpoint allows credentialed CORS requests", preflight);
+    },
+  },
+  {
+    id: "MCP-CIMD-METADATA",
+    title: "The metadata advertises client_id_metadata_document_supported: true",
+    area: "mcp",
+    ref: `${CIMD} §5 (Authorization Server Metadata); MCP authorization 2025-11-25 (client ID metadata documents)`,
+    level: "MUST",
+    profiles: MCP,
+    positive: true,
+    async run(ctx) {
+      await documentHost(ctx);
+      const m = await metadata(ctx);
+      ctx.check(m.client_id_metadata_document_supported === true, `client_id_metadata_document_supported is ${JSON.stringify(m.client_id_metadata_document_supported)}: MCP clients only use a document URL as client_id when it is true`);
+    },
+  },
+  {
+    id: "MCP-CIMD-FLOW",
+    title: "A client whose client_id is the URL of a valid metadata document completes the code flow with PKCE",
+    area: "mcp",
+    ref: `${CIMD} §3 (Client Identifier), §4.1 (Client Metadata Document: auth method none); MCP authorization 2025-11-25`,
+    level: "MUST",
+    profiles: MCP,
+    needs: ["MCP-CIMD-METADATA"],
+    positive: true,
+    async run(ctx) {
+      await documentFlow(ctx, await documentHost(ctx));
+    },
+  },
+  {
+    id: "MCP-CIMD-CLIENT-ID-MISMATCH",
+    title: "A metadata document whose client_id is not its URL is refused: no code, no redirect",
+    area: "mcp",
+    ref: `${CIMD} §4.1 (the document's client_id MUST equal its URL), §4.3 (Metadata Discovery Errors)`,
+    level: "MUST",
+    profiles: MCP,
+    needs: ["MCP-CIMD-FLOW"],
+    security: true,
+    async run(ctx) {
+      const host = await documentHost(ctx);
+      const clientId = documentUrl(host);
+      const redirect = ctx.target.clients.public.redirect_uri;
+      // An impersonation: the document names another client (another URL on the same host).
+      serveJson(host, clientId, document(ctx, documentUrl(host), redirect));
+      return expectDocumentRefused(ctx, host, (await documentRequest(ctx, clientId, redirect)).url, "The document at the client_id URL names another client_id");
+    },
+  },
+  {
+    id: "MCP-CIMD-REDIRECT-UNLISTED",
+    title: "A redirect_uri that the metadata document does not list is refused without redirecting",
+    area: "mcp",
+    ref: `${CIMD} §6.1 (redirect_uris and client_id); RFC 6749 §4.1.2.1, §10.6; RFC 9700 §4.1 (exact matching)`,
+    level: "MUST",
+    profiles: MCP,
+    needs: ["MCP-CIMD-FLOW"],
+    security: true,
+    async run(ctx) {
+      const host = await documentHost(ctx);
+      const clientId = documentUrl(host);
+      serveJson(host, clientId, document(ctx, clientId, ctx.target.clients.public.redirect_uri));
+      const unlisted = "https://attacker.example/callback";
+      return expectDocumentRefused(ctx, host, (await documentRequest(ctx, clientId, unlisted)).url, `The redirect_uri ${unlisted} is not in the document`);
+    },
+  },
+  {
+    id: "MCP-CIMD-NO-REDIRECT-FOLLOW",
+    title: "A client_id URL that answers with a redirect is refused: the server does not follow it",
+    area: "mcp",
+    ref: `${CIMD} §4 (fetching the document: redirects are not followed), §6.5 (SSRF)`,
+    level: "MUST",
+    profiles: MCP,
+    needs: ["MCP-CIMD-FLOW"],
+    security: true,
+    async run(ctx) {
+      const host = await documentHost(ctx);
+      const clientId = documentUrl(host);
+      const elsewhere = documentUrl(host);
+      const redirect = ctx.target.clients.public.redirect_uri;
+      // The document behind the redirect is otherwise valid for this client_id: only following it would accept it.
+      host.serve(new URL(clientId).pathname, () => new Response(null, { status: 302, headers: { location: elsewhere, "cache-control": "no-store" } }));
+      serveJson(host, elsewhere, document(ctx, clientId, redirect));
+      return expectDocumentRefused(ctx, host, (await documentRequest(ctx, clientId, redirect)).url, `The client_id URL redirects to ${elsewhere}`);
     },
   },
 ];

@@ -49,6 +49,8 @@ export interface ReferenceAppOptions {
   log?: (line: string) => void;
   /** Audit events (see `AuditEvent`), e.g. written as JSON lines. */
   onEvent?: (event: AuditEvent) => void;
+  /** How client metadata documents are fetched (default the global `fetch`); the conformance tests plant broken ones. */
+  fetchDocument?: (request: Request) => Promise<Response>;
 }
 
 /** The reference app: the server plus its two handlers. */
@@ -95,7 +97,7 @@ export async function createReferenceApp(options: ReferenceAppOptions): Promise<
     // The spec's addresses always; its one-scope rule unless the config asks for several.
     profile: { specAddresses: true, scopePolicy: config.scope_policy ?? "single" },
     ...(config.default_scope === undefined ? {} : { defaultScope: config.default_scope }),
-    ...mcpOptions(config),
+    ...mcpOptions(config, options.fetchDocument),
     storage,
     // One key per use, derived from the shared secret: a CSRF token can never pass for a session, or back.
     secret: sha256(`csrf\u0000${secret}`),
@@ -229,7 +231,7 @@ function schedulePurge(
 }
 
 /** The config file's keys for MCP, native and browser clients, as library options. */
-function mcpOptions(config: ReferenceConfig): Partial<AuthorizationServerOptions> {
+function mcpOptions(config: ReferenceConfig, fetchDocument?: (request: Request) => Promise<Response>): Partial<AuthorizationServerOptions> {
   const options: Partial<AuthorizationServerOptions> = {};
   if (config.resources !== undefined) options.resources = config.resources;
   if (config.refresh_grace_seconds !== undefined) options.refreshGraceSeconds = config.refresh_grace_seconds;
@@ -238,6 +240,7 @@ function mcpOptions(config: ReferenceConfig): Partial<AuthorizationServerOptions
     options.clientMetadataDocuments = {
       enabled: documents.enabled === true,
       ...(documents.allow_origins === undefined ? {} : { allowOrigins: documents.allow_origins }),
+      ...(fetchDocument === undefined ? {} : { fetch: fetchDocument }),
     };
   }
   const registration = config.registration;

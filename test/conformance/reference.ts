@@ -9,6 +9,7 @@ import { createReferenceApp } from "../../lib/reference/app.ts";
 import { DEMO_CONFIG, type ReferenceConfig } from "../../lib/reference/config.ts";
 import type { Storage } from "../../lib/storage/types.ts";
 import { memoryStorage } from "../../lib/storage/memory.ts";
+import { type DocumentServer, openDocumentServer } from "../../conformance/document_server.ts";
 
 /** The base URL of in-process runs; reference.json's base_url. */
 export const BASE = "http://127.0.0.1:8080";
@@ -21,9 +22,16 @@ export const WEB_REDIRECT = "https://client.example/callback";
 /** The MCP deployment's target (reference-mcp.json), for conformance/targets/reference_mcp_app.ts. */
 export const MCP_TARGET_FILE: string = fileURLToPath(new URL("../../conformance/targets/reference-mcp.json", import.meta.url));
 
+/**
+ * This test process's host for client metadata documents, on a random loopback port (the target file's fixed
+ * port stays for the CLI); the MCP app under test allows its origin (`documentOrigin`).
+ */
+export const DOCUMENTS: DocumentServer = await openDocumentServer("http://127.0.0.1:0");
+
 /** The reference target, as the CLI reads it; `web`: with {@link WEB_REDIRECT} for the code clients. */
 export function referenceTarget(web = false, file: string = TARGET_FILE): Target {
   const json = JSON.parse(readFileSync(file, "utf8"));
+  if (json.client_metadata_documents !== undefined) json.client_metadata_documents.origin = DOCUMENTS.origin;
   if (web) for (const role of ["public", "confidential"]) json.clients[role].redirect_uri = WEB_REDIRECT;
   return parseTarget(json);
 }
@@ -61,7 +69,7 @@ export async function referenceApp(
 
 /** Runs the whole suite in-process against `fetch` (the reference target, or `target`). */
 export function run(fetch: Handler, options: ConformanceOptions = {}, target: Target = referenceTarget()): Promise<Report> {
-  return runConformance(target, { fetch, timeoutMs: 10_000, ...options });
+  return runConformance(target, { fetch, timeoutMs: 10_000, documents: DOCUMENTS, ...options });
 }
 
 /** The ids of the cases that did not pass, with their messages, for assertion output. */

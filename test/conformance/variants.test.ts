@@ -5,7 +5,7 @@
 import { describe, expect, it } from "vitest";
 import { ALL_CASES, EVERY_PROFILE } from "../../conformance/mod.ts";
 import { referenceMcpApp } from "../../conformance/targets/reference_mcp_app.ts";
-import { MCP_TARGET_FILE, problems, referenceApp, referenceTarget, run, TARGET_FILE, webConfig } from "./reference.ts";
+import { DOCUMENTS, MCP_TARGET_FILE, problems, referenceApp, referenceTarget, run, TARGET_FILE, webConfig } from "./reference.ts";
 import { VARIANTS } from "./variants.ts";
 
 describe("the conformance suite against the reference server (in-process)", () => {
@@ -30,9 +30,9 @@ describe("the conformance suite against the reference server (in-process)", () =
 
 describe("the reference server as an MCP deployment (in-process)", () => {
   it("passes every case of profile mcp, the MCP cases included", async () => {
-    const report = await run(await referenceMcpApp({ passwordIterations: 1 }), { profile: "mcp" }, referenceTarget(false, MCP_TARGET_FILE));
+    const report = await run(await referenceMcpApp({ passwordIterations: 1, documentOrigin: DOCUMENTS.origin }), { profile: "mcp" }, referenceTarget(false, MCP_TARGET_FILE));
     expect(problems(report).filter((p) => !/^SKIP (AUTHZ-REDIRECT-VARIANT-PORT|SEC-CODE-EXPIRED):/.test(p))).toEqual([]);
-    expect(report.results.filter((r) => r.id.startsWith("MCP-") && r.verdict === "PASS")).toHaveLength(10);
+    expect(report.results.filter((r) => r.id.startsWith("MCP-") && r.verdict === "PASS")).toHaveLength(15);
   });
 });
 

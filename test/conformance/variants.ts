@@ -10,7 +10,7 @@ import { s256 } from "../../conformance/pkce.ts";
 import type { Profile } from "../../conformance/mod.ts";
 import { REDIRECT_VARIANTS } from "../../conformance/cases/authorize_redirect.ts";
 import { MCP_RESOURCE, referenceMcpApp } from "../../conformance/targets/reference_mcp_app.ts";
-import { type Handler, referenceApp, type TestApp, WEB_REDIRECT, webConfig } from "./reference.ts";
+import { DOCUMENTS, type Handler, referenceApp, type TestApp, WEB_REDIRECT, webConfig } from "./reference.ts";
 
 export interface Variant {
   name: string;
@@ -146,7 +146,20 @@ const redirectVariants: Variant[] = REDIRECT_VARIANTS.map((v) => ({
 /** Registered clients by id, in the demo configuration. */
 const isConfidential = (id: string | null) => id !== null && CLIENTS.get(id)?.client_secret !== undefined;
 
-const mcpApp = () => referenceMcpApp({ passwordIterations: 1 });
+/** The MCP deployment, allowing this process's document host; `options` break it (see the CIMD variants). */
+const mcpApp = (options: Parameters<typeof referenceMcpApp>[0] = {}) =>
+  referenceMcpApp({ passwordIterations: 1, documentOrigin: DOCUMENTS.origin, ...options });
+
+/** A document fetch that rewrites each fetched document (a resolver that trusts what it should check). */
+function editDocument(edit: (document: Record<string, unknown>, url: string) => void): (request: Request) => Promise<Response> {
+  return async (request) => {
+    const response = await fetch(request);
+    if (response.status !== 200) return response;
+    const document = await response.json() as Record<string, unknown>;
+    edit(document, request.url);
+    return Response.json(document);
+  };
+}
 const isPath = (path: string) => (url: URL) => url.pathname === path;
 
 /** Rewrites a `resource` parameter the server does not serve to the one it does, in a query or a form. */
@@ -156,6 +169,59 @@ function anyResource(params: URLSearchParams): void {
 }
 
 const mcpVariants: Variant[] = [
+  {
+    name: "metadata that does not advertise client ID metadata documents",
+    catches: ["MCP-CIMD-METADATA"],
+    mcp: true,
+    profile: "mcp",
+    async build() {
+      return editResponse(await mcpApp(), isMetadata, async (response) => {
+        const { client_id_metadata_document_supported: _, ...rest } = await response.json() as Record<string, unknown>;
+        return Response.json(rest);
+      });
+    },
+  },
+  {
+    name: "a metadata document client whose code is not redeemed",
+    catches: ["MCP-CIMD-FLOW"],
+    mcp: true,
+    profile: "mcp",
+    async build() {
+      const app = await mcpApp();
+      const documentClient = `client_id=${encodeURIComponent(DOCUMENTS.origin)}`;
+      return async (request) =>
+        isToken(new URL(request.url)) && (await request.clone().text()).includes(documentClient)
+          ? Response.json({ error: "invalid_client" }, { status: 401 })
+          : app(request);
+    },
+  },
+  {
+    name: "a metadata document trusted whatever client_id it names",
+    catches: ["MCP-CIMD-CLIENT-ID-MISMATCH"],
+    mcp: true,
+    profile: "mcp",
+    build: () => mcpApp({ fetchDocument: editDocument((document, url) => (document.client_id = url)) }),
+  },
+  {
+    name: "a document client redirected to a URI its document does not list",
+    catches: ["MCP-CIMD-REDIRECT-UNLISTED"],
+    mcp: true,
+    profile: "mcp",
+    build: () =>
+      mcpApp({
+        fetchDocument: editDocument((document) => {
+          // As if redirect_uri were checked against nothing: every URI the case may ask for is let through.
+          document.redirect_uris = [...document.redirect_uris as string[], "https://attacker.example/callback"];
+        }),
+      }),
+  },
+  {
+    name: "a document fetch that follows redirects",
+    catches: ["MCP-CIMD-NO-REDIRECT-FOLLOW"],
+    mcp: true,
+    profile: "mcp",
+    build: () => mcpApp({ fetchDocument: (request) => fetch(new Request(request, { redirect: "follow" })) }),
+  },
   {
     name: "metadata without code_challenge_methods_supported",
     catches: ["MCP-METADATA-PKCE"],
@@ -204,7 +270,7 @@ const mcpVariants: Variant[] = [
     catches: ["MCP-PRM-AUDIENCE"],
     mcp: true,
     profile: "mcp",
-    build: () => referenceMcpApp({ passwordIterations: 1, requireAudience: false }),
+    build: () => mcpApp({ requireAudience: false }),
   },
   {
     name: "registration that takes any redirect URI",
