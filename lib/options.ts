@@ -20,6 +20,7 @@ import type { ScopePolicy } from "./scope.ts";
 import { memoryThrottle, type Throttle } from "./throttle.ts";
 import { type ClientAddressResolver, trustedProxies } from "./proxy.ts";
 import type { AuditEvent } from "./audit.ts";
+import type { BoundGrant } from "./grants/types.ts";
 import { LOOPBACK_HOSTS } from "./redirect_uri.ts";
 
 /** The logged-in end user, as the authentication hook reports them. */
@@ -425,4 +426,6 @@ function trustedProxiesOption(value: readonly string[] | undefined): ClientAddre
 export interface ServerContext extends ResolvedOptions {
   /** The HMAC key for CSRF tokens, imported on first use. */
   csrfKey(): Promise<CryptoKey>;
+  /** Every grant by its wire name, bound to this server: each sees only the context fields it reads. */
+  readonly grants: ReadonlyMap<string, BoundGrant>;
 }

@@ -7,6 +7,7 @@ import { type AccessTokenInfo, verifyBearer } from "./bearer.ts";
 import { clientRegistry, type ClientRegistry } from "./clients.ts";
 import { hmacKey } from "./crypto.ts";
 import { metadataDocument } from "./endpoints/metadata.ts";
+import { bindGrants } from "./grants/registry.ts";
 import { remoteAddressOf, respond, targetOf } from "./http.ts";
 import { type AuthorizationServerOptions, resolveOptions, type ServerContext } from "./options.ts";
 import { createRouter, resourceErrorResponse } from "./router.ts";
@@ -63,7 +64,8 @@ export interface AuthorizationServer {
 export function createAuthorizationServer(options: AuthorizationServerOptions): AuthorizationServer {
   const resolved = resolveOptions(options);
   let key: Promise<CryptoKey> | undefined;
-  const context: ServerContext = { ...resolved, csrfKey: () => (key ??= hmacKey(resolved.secret)) };
+  const base = { ...resolved, csrfKey: () => (key ??= hmacKey(resolved.secret)) };
+  const context: ServerContext = Object.freeze({ ...base, grants: bindGrants(base) });
   const route = createRouter(context);
   const verifyAuthorization = (authorization: string | null, requiredScope?: string) =>
     verifyBearer(authorization, requiredScope, context);

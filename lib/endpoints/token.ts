@@ -5,7 +5,6 @@
  */
 import { authenticateClient, clientAuthFailed } from "../client_auth/authenticate.ts";
 import { OAuthError } from "../errors.ts";
-import { grantOf } from "../grants/registry.ts";
 import { jsonTextResponse, printable, type ResponseParts, type Incoming } from "../http.ts";
 import type { ServerContext } from "../options.ts";
 import { tokenResponseJson } from "../tokens.ts";
@@ -18,16 +17,16 @@ export async function tokenEndpoint(incoming: Incoming, context: ServerContext):
   if (grantType === undefined) {
     throw new OAuthError("invalid_request", { description: "The grant_type parameter is required" });
   }
-  const grant = grantOf(grantType);
-  if (grant === undefined) {
+  const bound = context.grants.get(grantType);
+  if (bound === undefined) {
     throw new OAuthError("unsupported_grant_type", { description: `The grant type ${printable(grantType)} is not supported` });
   }
   const { client, method } = await authenticateClient(incoming, form, context);
-  if (grant.confidentialOnly && method === "none") {
+  if (bound.grant.confidentialOnly && method === "none") {
     throw clientAuthFailed("This grant requires client authentication", context);
   }
   if (!client.grant_types.includes(grantType as never)) {
     throw new OAuthError("unauthorized_client", { description: "The client may not use this grant type" });
   }
-  return jsonTextResponse(200, tokenResponseJson(await grant.exchange(form, client, context, incoming)));
+  return jsonTextResponse(200, tokenResponseJson(await bound.exchange(form, client, incoming)));
 }

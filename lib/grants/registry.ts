@@ -6,11 +6,13 @@
  *
  * @module
  */
-import type { GrantType } from "../storage/types.ts";
+import type { Incoming } from "../http.ts";
+import type { ServerContext } from "../options.ts";
+import type { ClientRecord, GrantType } from "../storage/types.ts";
 import { authorizationCode } from "./authorization_code.ts";
 import { clientCredentials } from "./client_credentials.ts";
 import { refreshToken } from "./refresh_token.ts";
-import type { Grant } from "./types.ts";
+import type { BoundGrant, Grant, GrantReadable } from "./types.ts";
 
 /** Every grant type by its wire name (RFC 6749 §4, §6). */
 export const GRANTS: Readonly<Record<GrantType, Grant>> = Object.freeze({
@@ -44,4 +46,28 @@ export function grantTypesProblem(
     }
   }
   return undefined;
+}
+
+/**
+ * Binds every grant to a server context, once, when the server is created: each grant's `exchange` is given a
+ * frozen view holding exactly the fields in its `reads`, so an undeclared read is `undefined` at runtime too
+ * (and a test fails), not only a type error. The context's fields are fixed after creation (its stateful
+ * parts, the store, throttle and CSRF key, are objects whose identity never changes), so copying them is safe.
+ */
+export function bindGrants(context: Pick<ServerContext, GrantReadable>): ReadonlyMap<string, BoundGrant> {
+  const bound = new Map<string, BoundGrant>();
+  for (const name of GRANT_TYPES) {
+    const grant = GRANTS[name];
+    const fields: Partial<Pick<ServerContext, GrantReadable>> = {};
+    for (const key of grant.reads) Object.assign(fields, { [key]: context[key] });
+    const view = Object.freeze(fields);
+    // The grant's own type sees only its reads (`defineGrant`); the table's wider type needs the cast.
+    const narrowed = view as Pick<ServerContext, GrantReadable>;
+    bound.set(name, Object.freeze({
+      grant,
+      view,
+      exchange: (form: Map<string, string>, client: ClientRecord, incoming?: Incoming) => grant.exchange(form, client, narrowed, incoming),
+    }));
+  }
+  return bound;
 }

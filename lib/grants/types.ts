@@ -9,11 +9,15 @@ import type { ServerContext } from "../options.ts";
 import type { ClientRecord } from "../storage/types.ts";
 import type { TokenResponse } from "../tokens.ts";
 
+/** The server context fields a grant may read: all but the bound grants themselves. */
+export type GrantReadable = Exclude<keyof ServerContext, "grants">;
+
 /**
- * A grant type. `reads` lists the server options (context fields) it uses, and `exchange` is typed to see
- * only those: a grant cannot quietly come to depend on the whole server.
+ * A grant type. `reads` lists the server options (context fields) it uses, and `exchange` sees only those: its
+ * type is narrowed to them, and at runtime it gets a frozen view holding exactly them (`bindGrants`), so a
+ * grant cannot quietly come to depend on the whole server.
  */
-export interface Grant<K extends keyof ServerContext = keyof ServerContext> {
+export interface Grant<K extends GrantReadable = GrantReadable> {
   /** The server options `exchange` reads. */
   readonly reads: readonly K[];
   /**
@@ -33,6 +37,19 @@ export interface Grant<K extends keyof ServerContext = keyof ServerContext> {
 }
 
 /** Declares a grant; `reads` fixes what its `exchange` may see of the server context. */
-export function defineGrant<const K extends keyof ServerContext>(grant: Grant<K>): Grant<K> {
+export function defineGrant<const K extends GrantReadable>(grant: Grant<K>): Grant<K> {
   return grant;
+}
+
+/**
+ * A grant bound to one server: the grant, and the frozen view of the server context its `exchange` is given,
+ * holding exactly the fields in its `reads` (built once, when the server is created).
+ */
+export interface BoundGrant {
+  /** The grant. */
+  readonly grant: Grant;
+  /** Its view of the server context: only the fields in `grant.reads`. */
+  readonly view: Readonly<Partial<Pick<ServerContext, GrantReadable>>>;
+  /** `grant.exchange` with that view: the token endpoint has no context of its own to pass. */
+  exchange(form: Map<string, string>, client: ClientRecord, incoming?: Incoming): Promise<TokenResponse>;
 }
