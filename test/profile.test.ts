@@ -75,6 +75,17 @@ describe("the spec profile (the default)", () => {
     expect(body.scope).toBe("write");
   });
 
+  test("a refresh keeps the one-scope rule: two scopes, even the granted one twice, or another scope is invalid_scope", async () => {
+    const { server: s } = await server("spec");
+    const { body } = await tokens(s, { redirect_uri: LOOPBACK, scope: "read" });
+    const twice = await errorOf(await refresh(s, body.refresh_token!, "read read"));
+    expect([twice.status, twice.error, twice.description]).toEqual([400, "invalid_scope", "Exactly one scope per request is allowed"]);
+    const other = await errorOf(await refresh(s, body.refresh_token!, "write"));
+    expect([other.status, other.error, other.description]).toEqual([400, "invalid_scope", "A refresh cannot change the scope"]);
+    const same = await refresh(s, body.refresh_token!, "read");
+    expect([same.status, ((await same.json()) as Record<string, string>).scope]).toEqual([200, "read"]);
+  });
+
   test("a default scope of two scopes is refused under the single policy", async () => {
     await expect(server("spec", {}, { default_scope: "read write" })).rejects.toThrow(/one scope/);
     await expect(server("spec", { defaultScope: "read write" })).rejects.toThrow(/defaultScope/);
