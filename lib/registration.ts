@@ -11,7 +11,7 @@ import { CLIENT_AUTH_METHOD_NAMES, CLIENT_AUTH_METHODS } from "./client_auth/reg
 import type { PresentedCredentials } from "./client_auth/client_secret_basic.ts";
 import { GRANT_TYPES, grantOf } from "./grants/registry.ts";
 import { checkRedirectUriValue } from "./registration_rules.ts";
-import type { ClientRecord, GrantType, Storage } from "./storage/types.ts";
+import type { ClientRecord, Storage } from "./storage/types.ts";
 
 /** Options of dynamic registration (`registration` of the server). */
 export interface RegistrationOptions {
@@ -132,7 +132,7 @@ export function buildRegisteredClient(
     type: confidential ? "confidential" : "public",
     redirect_uris: [...redirectUris] as string[],
     scopes,
-    grant_types: [...grants] as GrantType[],
+    grant_types: [...grants],
     client_credentials_refresh_token: false,
     active: true,
     created_at: now,

@@ -7,7 +7,8 @@
 import { randomToken } from "../crypto.ts";
 import { sha256 } from "../sha256.ts";
 import { createAuthorizationServer } from "../server.ts";
-import type { ClientRecord, GrantType, Storage } from "../storage/types.ts";
+import type { GrantName } from "../grants/registry.ts";
+import type { ClientRecord, Storage } from "../storage/types.ts";
 import { UsageError } from "./args.ts";
 
 /** An open store, and what the config file says about scopes (when a config file named it). */
@@ -53,7 +54,7 @@ export const ADMIN_RUNNERS: Record<string, AdminRunner> = {
     if (requested.length === 0) throw new UsageError("clients add needs at least one --scope");
     const redirectUris = list(flags, "--redirect-uri");
     const isPublic = flags["--public"] === true;
-    const grantTypes = list(flags, "--grant-type") as GrantType[];
+    const grantTypes = list(flags, "--grant-type");
     const clientId = flags["--client-id"] as string | undefined;
     if (clientId !== undefined && (await storage.getClient(clientId))) {
       throw new Error(`client "${clientId}" already exists: use "clients rotate-secret" or "clients delete" first`);
@@ -66,7 +67,7 @@ export const ADMIN_RUNNERS: Record<string, AdminRunner> = {
       clock,
       ...(scopePolicy ? { profile: { scopePolicy } } : {}),
     });
-    const defaultGrants: GrantType[] = redirectUris.length > 0 ? ["authorization_code", "refresh_token"] : ["client_credentials"];
+    const defaultGrants: GrantName[] = redirectUris.length > 0 ? ["authorization_code", "refresh_token"] : ["client_credentials"];
     const registered = await server.clients.register({
       ...(clientId === undefined ? {} : { client_id: clientId }),
       name,

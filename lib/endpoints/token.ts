@@ -25,7 +25,7 @@ export async function tokenEndpoint(incoming: Incoming, context: ServerContext):
   if (bound.grant.confidentialOnly && method === "none") {
     throw clientAuthFailed("This grant requires client authentication", context);
   }
-  if (!client.grant_types.includes(grantType as never)) {
+  if (!client.grant_types.includes(grantType)) {
     throw new OAuthError("unauthorized_client", { description: "The client may not use this grant type" });
   }
   return jsonTextResponse(200, tokenResponseJson(await bound.exchange(form, client, incoming)));

@@ -1,32 +1,46 @@
 /**
  * The grant types: one table from `grant_type` to its module. The token endpoint dispatches through it, the
- * metadata's `grant_types_supported` lists its keys, and client registration (configured, CLI or RFC 7591)
- * checks a client's `grant_types` against it. Adding a grant is one new file in this folder plus one line here
- * (and its name in the `GrantType` union of the stored client record, which the `satisfies` below enforces).
+ * metadata's `grant_types_supported` lists its keys, client registration (configured, CLI or RFC 7591) checks a
+ * client's `grant_types` against it (a store keeps them as plain strings, so no store knows the list).
+ *
+ * Adding a grant (say `urn:ietf:params:oauth:grant-type:device_code`):
+ * 1. a new file in this folder exporting `const deviceCode: Grant = defineGrant({ reads, clientFields,
+ *    confidentialOnly, exchange })`, where `reads` names the server context fields `exchange` uses (it gets
+ *    exactly those, see {@link bindGrants});
+ * 2. one line in {@link GRANTS} below.
+ * The metadata, the token endpoint, registration, the `GrantName` type and the reference server's config
+ * schema (`npm run schema` regenerates its JSON) follow by themselves.
  *
  * @module
  */
 import type { Incoming } from "../http.ts";
 import type { ServerContext } from "../options.ts";
-import type { ClientRecord, GrantType } from "../storage/types.ts";
+import type { ClientRecord } from "../storage/types.ts";
 import { authorizationCode } from "./authorization_code.ts";
 import { clientCredentials } from "./client_credentials.ts";
 import { refreshToken } from "./refresh_token.ts";
 import type { BoundGrant, Grant, GrantReadable } from "./types.ts";
 
-/** Every grant type by its wire name (RFC 6749 §4, §6). */
-export const GRANTS: Readonly<Record<GrantType, Grant>> = Object.freeze({
-  authorization_code: authorizationCode,
-  refresh_token: refreshToken,
-  client_credentials: clientCredentials,
-} satisfies Record<GrantType, Grant>);
+/**
+ * Every grant type by its wire name (RFC 6749 §4, §6), in the metadata's order. One line per grant; the `as
+ * Grant` lets the declaration emit (isolatedDeclarations, JSR) name each entry's type without inference.
+ */
+export const GRANTS = {
+  authorization_code: authorizationCode as Grant,
+  refresh_token: refreshToken as Grant,
+  client_credentials: clientCredentials as Grant,
+} as const;
+Object.freeze(GRANTS);
+
+/** A grant type this server implements: a key of {@link GRANTS} (stored records hold it as a plain string). */
+export type GrantName = keyof typeof GRANTS;
 
 /** The grant types' wire names, in the table's order (`grant_types_supported`). */
-export const GRANT_TYPES: readonly GrantType[] = Object.freeze(Object.keys(GRANTS) as GrantType[]);
+export const GRANT_TYPES: readonly GrantName[] = Object.freeze(Object.keys(GRANTS) as GrantName[]);
 
 /** The grant of a `grant_type` value; an own-property look-up, so "constructor" finds nothing. */
 export function grantOf(name: string): Grant | undefined {
-  return Object.hasOwn(GRANTS, name) ? GRANTS[name as GrantType] : undefined;
+  return Object.hasOwn(GRANTS, name) ? GRANTS[name as GrantName] : undefined;
 }
 
 /**

@@ -4,6 +4,7 @@
  *
  * @module
  */
+import { GRANT_TYPES } from "../grants/registry.ts";
 
 /** One field of the config file. `secret` fields may also be given as `{ "env": "NAME" }`. */
 export type Field =
@@ -21,9 +22,6 @@ const str = (description: string, more: { secret?: boolean; enum?: readonly stri
 });
 const bool = (description: string): Field => ({ kind: "boolean", description });
 const strings = (description: string): Field => ({ kind: "list", description, items: { kind: "string", description: "", nonEmpty: true } });
-
-/** The grant types a config client may name. */
-export const GRANT_TYPES = ["authorization_code", "refresh_token", "client_credentials"] as const;
 
 const USER: Field = {
   kind: "object",

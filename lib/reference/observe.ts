@@ -8,6 +8,7 @@
  * @module
  */
 import { jsonResponse, LAZY, MATERIALIZE, pathOf, queryOf, respond, type ResponseParts, standIn, targetOf } from "../http.ts";
+import { grantOf } from "../grants/registry.ts";
 import type { Metrics } from "./metrics.ts";
 
 /** Options of {@link observe}. */
@@ -40,7 +41,6 @@ const ENDPOINTS: Readonly<Record<string, string>> = {
   "/logout": "logout",
   "/": "landing",
 };
-const GRANT_TYPES = new Set(["authorization_code", "refresh_token", "client_credentials"]);
 const FORM = /^application\/x-www-form-urlencoded\b/i;
 
 /** The endpoint name of a request, from a closed list; `other` for anything unknown. */
@@ -96,7 +96,7 @@ export function observe(fetch: Fetch, options: ObserveOptions): Fetch {
       if ((response.status === 500 || response.status === 503) && endpoint !== "readyz") metrics.storeError();
       if (endpoint === "token" && response.status === 200) {
         const grant = form?.get("grant_type") ?? "";
-        metrics.tokenIssued(GRANT_TYPES.has(grant) ? grant : "other");
+        metrics.tokenIssued(grantOf(grant) === undefined ? "other" : grant);
       }
     }
     if (log) {

@@ -18,8 +18,12 @@
  * @module
  */
 
-/** The grant types this server implements. */
-export type GrantType = "authorization_code" | "refresh_token" | "client_credentials";
+/**
+ * A grant type's wire name (`authorization_code`, `refresh_token`, `client_credentials`, ...). The server's grant
+ * registry (`lib/grants/registry.ts`) is the one list of them: a store keeps the name as it is given, and every
+ * way of registering a client checks it against the registry, so adding a grant touches no store.
+ */
+export type GrantType = string;
 
 /** Who created a client record. */
 export type ClientOrigin = "config" | "cli" | "registration" | "document";
