@@ -11,18 +11,23 @@ export type FoundToken =
   | { kind: "access_token"; record: AccessTokenRecord }
   | { kind: "refresh_token"; record: RefreshTokenRecord };
 
+type Finder = (hash: string, now: number, context: ServerContext) => Promise<FoundToken | null>;
+
+const findAccess: Finder = async (hash, now, context) => {
+  const record = await context.storage.findAccessToken(hash, now);
+  return record ? { kind: "access_token", record } : null;
+};
+const findRefresh: Finder = async (hash, now, context) => {
+  const record = await context.storage.findRefreshToken(hash, now);
+  return record ? { kind: "refresh_token", record } : null;
+};
+
 /** Looks a token hash up as both kinds; the hint only says which to try first (RFC 7009 §2.1, RFC 7662 §2.1). */
 export async function findToken(hash: string, hint: string | undefined, context: ServerContext): Promise<FoundToken | null> {
   const now = context.clock();
-  const order = hint === "refresh_token" ? ["refresh_token", "access_token"] : ["access_token", "refresh_token"];
-  for (const kind of order) {
-    if (kind === "access_token") {
-      const record = await context.storage.findAccessToken(hash, now);
-      if (record) return { kind, record };
-    } else {
-      const record = await context.storage.findRefreshToken(hash, now);
-      if (record) return { kind: "refresh_token", record };
-    }
+  for (const find of hint === "refresh_token" ? [findRefresh, findAccess] : [findAccess, findRefresh]) {
+    const found = await find(hash, now, context);
+    if (found) return found;
   }
   return null;
 }
