@@ -10,8 +10,11 @@ import { hmac, randomToken, timingSafeEqual } from "../crypto.ts";
 /** How long a consent page may sit open before its form is refused, in ms. */
 export const CSRF_TTL: number = 10 * 60 * 1000;
 
+/** What a token is bound to: strings, lists of them, and `null` for a parameter that is absent (not empty). */
+export type CsrfPart = string | readonly string[] | null;
+
 /** Makes a token for `parts`, issued at `now`: `time.nonce.mac`. */
-export async function csrfToken(key: CryptoKey, parts: readonly string[], now: number): Promise<string> {
+export async function csrfToken(key: CryptoKey, parts: readonly CsrfPart[], now: number): Promise<string> {
   const nonce = randomToken().slice(0, 22);
   return `${now.toString(36)}.${nonce}.${await hmac(key, JSON.stringify([now, nonce, ...parts]))}`;
 }
@@ -20,7 +23,7 @@ export async function csrfToken(key: CryptoKey, parts: readonly string[], now: n
 export async function verifyCsrfToken(
   key: CryptoKey,
   token: string | undefined,
-  parts: readonly string[],
+  parts: readonly CsrfPart[],
   now: number,
 ): Promise<boolean> {
   if (token === undefined) return false;

@@ -81,9 +81,10 @@ export async function authorizeEndpoint(incoming: Incoming, context: ServerConte
   }
 
   const key = await context.csrfKey();
+  // Every parameter of the request; null for an absent one, which no string value can imitate.
   const bound = [
-    user.id, client.client_id, redirect_uri, scope, authorization.code_challenge ?? "", state ?? "",
-    authorization.resource?.join(" ") ?? "",
+    user.id, client.client_id, redirect_uri, scope, authorization.code_challenge ?? null, state ?? null,
+    authorization.resource ?? null,
   ];
   const now = context.clock();
   const decision = form?.get("decision");
@@ -96,6 +97,7 @@ export async function authorizeEndpoint(incoming: Incoming, context: ServerConte
       action: incoming.target,
       csrf: await csrfToken(key, bound, now),
       redirectOrigin: redirect_uri,
+      // Stryker disable next-line ConditionalExpression: `false` passes `resources: undefined` when none was asked for, which the page renders as no list (equivalent); `true` hides the list, killed by test/authorize_edges.test.ts
       ...(authorization.resource === undefined ? {} : { resources: authorization.resource }),
       // A self-registered client's name proves nothing: show where its id lives and where the answer goes.
       ...(client.origin === "document" ? { clientHost: new URL(client.client_id).host } : {}),
@@ -150,7 +152,9 @@ async function issueCode(
     user_id: user.id,
     redirect_uri: authorization.redirect_uri,
     scope: authorization.scope,
+    // Stryker disable next-line ConditionalExpression: `false` stores `code_challenge: undefined`, which the grant reads as no challenge (`=== undefined`), as it reads an absent one (equivalent); `true` drops PKCE, killed by the PKCE tests
     ...(authorization.code_challenge === undefined ? {} : { code_challenge: authorization.code_challenge }),
+    // Stryker disable next-line ConditionalExpression: `false` stores `resource: undefined`, which the grant and stores read as no resource (`=== undefined`) (equivalent); `true` drops the audience, killed by test/resource_indicators.test.ts
     ...(authorization.resource === undefined ? {} : { resource: authorization.resource }),
     expires_at: now + context.codeTtl,
   }, OUTSTANDING_CODES);
@@ -163,6 +167,7 @@ async function validateRequest({ target }: Incoming, context: ServerContext): Pr
   const page = (description: string) => new OAuthError("invalid_request", { description });
 
   // Step 1: who is asking, and where would an answer go? Until both are known, never redirect.
+  // Stryker disable next-line ConditionalExpression: `true` scans for a repeated client_id or redirect_uri when readParams saw no repeat at all, so it finds none (equivalent); `false` skips the scan, killed by test/authorize.test.ts
   if (repeated !== undefined) {
     // readParams names only the first repeated parameter; client_id or redirect_uri may be a later one.
     const all = new URLSearchParams(queryOf(target));
