@@ -276,8 +276,11 @@ export function formatJson(report: Report): string {
   return JSON.stringify(report, null, 2);
 }
 
+// XML 1.0 (§2.2) allows no control character but tab, LF and CR, and a case's message may carry any.
+// deno-lint-ignore no-control-regex
+const XML_FORBIDDEN = /[\u0000-\u0008\u000b\u000c\u000e-\u001f]/g;
 const xml = (s: string) =>
-  s.replace(/[\u0000-\u0008\u000b\u000c\u000e-\u001f]/g, "").replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;").replace(/"/g, "&quot;");
+  s.replace(XML_FORBIDDEN, "").replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;").replace(/"/g, "&quot;");
 
 /**
  * The report as JUnit XML for CI systems: one testsuite per area, one testcase per case. FAIL is a

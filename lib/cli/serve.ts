@@ -6,24 +6,9 @@
  *
  * @module
  */
-import { appendFile, readFile } from "node:fs/promises";
-import process from "node:process";
-import { serveNode } from "../adapters/node.ts";
+import { readFile } from "node:fs/promises";
 import { nodeDrivers } from "./drivers.ts";
 import { main } from "./main.ts";
+import { nodeProcess } from "./node_process.ts";
 
-await main({
-  args: process.argv.slice(2),
-  readText: (path) => readFile(path, "utf8"),
-  env: (name) => process.env[name],
-  readStdin: async () => {
-    let text = "";
-    for await (const chunk of process.stdin) text += String(chunk);
-    return text;
-  },
-  serve: serveNode,
-  onSignal: (signal, listener) => process.once(signal, listener),
-  drivers: nodeDrivers,
-  exit: (code) => process.exit(code),
-  appendText: (path, text) => appendFile(path, text),
-});
+await main({ ...nodeProcess(), readText: (path) => readFile(path, "utf8"), drivers: nodeDrivers });

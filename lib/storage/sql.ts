@@ -111,8 +111,20 @@ const optional = <T>(value: unknown, map: (v: unknown) => T): T | undefined =>
   value === null || value === undefined ? undefined : map(value);
 const jsonArray = (value: unknown): string[] => JSON.parse(String(value)) as string[];
 
+/**
+ * A record from a row: its required fields, then each optional column that holds a value, mapped. An empty
+ * column leaves the member absent (not `undefined`, not `null`), as the contract asks.
+ */
+function fromRow<T extends object>(record: T, row: SqlRow, optionals: { readonly [K in keyof T]?: (value: unknown) => T[K] }): T {
+  for (const name of Object.keys(optionals) as (keyof T & string)[]) {
+    const value = row[name];
+    if (value !== null && value !== undefined) record[name] = optionals[name]!(value);
+  }
+  return record;
+}
+
 function codeRecord(row: SqlRow): CodeRecord {
-  const code: CodeRecord = {
+  return fromRow<CodeRecord>({
     hash: String(row.hash),
     grant_id: String(row.grant_id),
     client_id: String(row.client_id),
@@ -120,73 +132,43 @@ function codeRecord(row: SqlRow): CodeRecord {
     redirect_uri: String(row.redirect_uri),
     scope: String(row.scope),
     expires_at: num(row.expires_at),
-  };
-  const challenge = optional(row.code_challenge, String);
-  if (challenge !== undefined) code.code_challenge = challenge;
-  const resource = optional(row.resource, jsonArray);
-  if (resource !== undefined) code.resource = resource;
-  const redeemed = optional(row.redeemed_at, num);
-  if (redeemed !== undefined) code.redeemed_at = redeemed;
-  return code;
+  }, row, { code_challenge: String, resource: jsonArray, redeemed_at: num });
 }
 
 function accessRecord(row: SqlRow): AccessTokenRecord {
-  const token: AccessTokenRecord = {
+  return fromRow<AccessTokenRecord>({
     hash: String(row.hash),
     client_id: String(row.client_id),
     scope: String(row.scope),
     expires_at: num(row.expires_at),
-  };
-  const user = optional(row.user_id, String);
-  if (user !== undefined) token.user_id = user;
-  const resource = optional(row.resource, jsonArray);
-  if (resource !== undefined) token.resource = resource;
-  const grant = optional(row.grant_id, String);
-  if (grant !== undefined) token.grant_id = grant;
-  return token;
+  }, row, { user_id: String, resource: jsonArray, grant_id: String });
 }
 
 function refreshRecord(row: SqlRow): RefreshTokenRecord {
-  const token: RefreshTokenRecord = {
+  return fromRow<RefreshTokenRecord>({
     hash: String(row.hash),
     grant_id: String(row.grant_id),
     client_id: String(row.client_id),
     scope: String(row.scope),
     expires_at: num(row.expires_at),
-  };
-  const user = optional(row.user_id, String);
-  if (user !== undefined) token.user_id = user;
-  const resource = optional(row.resource, jsonArray);
-  if (resource !== undefined) token.resource = resource;
-  const rotated = optional(row.rotated_at, num);
-  if (rotated !== undefined) token.rotated_at = rotated;
-  const replacedBy = optional(row.replaced_by, String);
-  if (replacedBy !== undefined) token.replaced_by = replacedBy;
-  return token;
+  }, row, { user_id: String, resource: jsonArray, rotated_at: num, replaced_by: String });
 }
 
 function grantRecord(row: SqlRow): GrantRecord {
-  const grant: GrantRecord = {
+  return fromRow<GrantRecord>({
     grant_id: String(row.grant_id),
     client_id: String(row.client_id),
     scope: String(row.scope),
     created_at: num(row.created_at),
     last_used_at: num(row.last_used_at),
     expires_at: num(row.expires_at),
-  };
-  const user = optional(row.user_id, String);
-  if (user !== undefined) grant.user_id = user;
-  const resource = optional(row.resource, jsonArray);
-  if (resource !== undefined) grant.resource = resource;
-  return grant;
+  }, row, { user_id: String, resource: jsonArray });
 }
 
 function clientRecord(row: SqlRow): ClientRecord {
   const client = JSON.parse(String(row.record)) as ClientRecord;
   client.active = num(row.active) === 1;
-  const lastUsed = optional(row.last_used_at, num);
-  if (lastUsed !== undefined) client.last_used_at = lastUsed;
-  return client;
+  return fromRow(client, row, { last_used_at: num });
 }
 
 const json = (value: unknown[] | undefined): string | undefined => (value === undefined ? undefined : JSON.stringify(value));
