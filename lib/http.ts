@@ -36,6 +36,12 @@ export interface ResponseParts {
  */
 export const LAZY: unique symbol = Symbol.for("oauth2-fetch-server.lazy");
 
+/**
+ * On a lazy request: `[BODY_TEXT](limit)` gives the whole body as text, without a promise, when every byte of it
+ * has arrived already and it fits in `limit` bytes; else undefined, and the body is read as any body is.
+ */
+export const BODY_TEXT: unique symbol = Symbol.for("oauth2-fetch-server.bodyText");
+
 /** Builds the real object behind a lazy one, on first use, and returns it from then on. */
 export const MATERIALIZE: unique symbol = Symbol.for("oauth2-fetch-server.materialize");
 
@@ -308,11 +314,22 @@ export function tooLarge(): OAuthError {
 export const DEFAULT_BODY_TIMEOUT = 10_000;
 
 /**
+ * The body of a lazy request as text, when it has all arrived and fits in `limit` bytes (see {@link BODY_TEXT}):
+ * no stream, listener or deadline for the one small form a token request carries. Undefined otherwise.
+ */
+function bodyTextNow(request: Request, limit: number): string | undefined {
+  return (request as { [BODY_TEXT]?: (limit: number) => string | undefined })[BODY_TEXT]?.(limit);
+}
+
+/**
  * Reads a body as UTF-8 text, stopping as soon as it passes `limit` bytes, and giving up with 408 when it has
  * not all arrived within `timeout` ms: a client that declares a body and never sends it (slowloris) must not
- * hold the request open, on a runtime whose server has no timeout of its own (Deno) least of all.
+ * hold the request open, on a runtime whose server has no timeout of its own (Deno) least of all. A lazy
+ * request's body that is all there already is taken at once.
  */
 export function readText(request: Request, limit: number, timeout: number = DEFAULT_BODY_TIMEOUT): Promise<string> {
+  const now = bodyTextNow(request, limit);
+  if (now !== undefined) return Promise.resolve(now);
   // A client that disconnects mid-body is no server error: a plain 400, nothing for onError (anyone could fill
   // the log with stack traces that way). The connection is gone, so nobody reads the answer.
   const read = readBody(request, limit).catch((error: unknown) => {

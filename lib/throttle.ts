@@ -36,6 +36,17 @@ export function throttleKey(prefix: string, ...parts: string[]): string {
   return `${prefix}:${sha256(JSON.stringify(parts)).slice(0, 32)}`;
 }
 
+/**
+ * Throttles that can say cheaply that they hold no failures at all (the in-memory one), so that a request
+ * with the right credentials, nearly every request, is not made to hash its throttle keys for nothing.
+ */
+const IDLE = new WeakMap<Throttle, () => boolean>();
+
+/** Whether `throttle` is known to hold no failure (then every `retryAfter` is 0); false when it cannot tell. */
+export function throttleIdle(throttle: Throttle): boolean {
+  return IDLE.get(throttle)?.() ?? false;
+}
+
 /** Options of {@link memoryThrottle}. */
 export interface MemoryThrottleOptions {
   /** Failures within `windowSeconds` that trigger a block. Default 10. */
@@ -106,7 +117,7 @@ export function memoryThrottle(options: MemoryThrottleOptions = {}): Throttle {
   const blockFor = (strikes: number) => Math.min(baseBlock * 2 ** (strikes - 1), 3_600_000);
   // Callers hash their keys (throttleKey); a caller that does not still gets entries of bounded size.
   const short = (key: string) => (key.length > 64 ? throttleKey("long", key) : key);
-  return {
+  const throttle: Throttle = {
     retryAfter(key, now) {
       if (current.size === 0 && previous.size === 0) return 0; // the usual case, answered without hashing the key
       const entry = find(short(key));
@@ -135,6 +146,8 @@ export function memoryThrottle(options: MemoryThrottleOptions = {}): Throttle {
       if (entry.failures === 0 && entry.strikes === 0) forget(k);
     },
   };
+  IDLE.set(throttle, () => current.size === 0 && previous.size === 0);
+  return throttle;
 
   function record(key: string, now: number): void {
     let entry = find(key);

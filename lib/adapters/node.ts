@@ -129,6 +129,10 @@ async function respond(
       return;
     }
     const hostname = ctx.clientAddress === undefined ? req.socket.remoteAddress : ctx.clientAddress(req);
+    // Node calls this listener as soon as the head is parsed, before the body bytes that came in the same read
+    // are handed over; a microtask later they are buffered, and a small form is then read at once (see
+    // `BODY_TEXT` in node_request.ts).
+    if (req.headers["content-length"] !== undefined) await undefined;
     // Shaped as Deno's handler info, which the authorization server reads the client's address from.
     const response = await ctx.app.fetch(request, { remoteAddr: { hostname } });
     const parts = partsOf(response);

@@ -6,7 +6,8 @@
  *
  * @module
  */
-import { LAZY, MATERIALIZE, standIn, tooLarge } from "../http.ts";
+import { Buffer } from "node:buffer";
+import { BODY_TEXT, LAZY, MATERIALIZE, standIn, tooLarge } from "../http.ts";
 /**
  * The part of Node's `http.IncomingMessage` the adapter uses. Structural, so the core needs no `@types/node`;
  * a real `IncomingMessage` (or an Express `req`) fits it.
@@ -21,6 +22,10 @@ export interface NodeIncomingMessage {
   /** Names and values in turn, as received. */
   readonly rawHeaders: readonly string[];
   readonly socket: { readonly remoteAddress?: string | undefined; readonly encrypted?: boolean };
+  /** Bytes waiting in the stream's buffer. */
+  readonly readableLength?: number;
+  /** Null until something reads, true while flowing to "data" listeners. */
+  readonly readableFlowing?: boolean | null;
   /** True once the body was read to the end, e.g. by an earlier body-parsing middleware. */
   readonly readableEnded?: boolean;
   readonly destroyed?: boolean;
@@ -28,10 +33,23 @@ export interface NodeIncomingMessage {
   removeListener(event: string, listener: (...args: never[]) => void): unknown;
   pause(): unknown;
   resume?(): unknown;
+  /** What is buffered, at once (paused mode). */
+  read?(): unknown;
 }
 
-const EMPTY: Promise<Uint8Array> = Promise.resolve(new Uint8Array(0));
+const EMPTY_BYTES = new Uint8Array(0);
+const EMPTY: Promise<Uint8Array> = Promise.resolve(EMPTY_BYTES);
 const decoder = new TextDecoder();
+
+/**
+ * UTF-8 to text as `TextDecoder` does it (both end in V8's decoder, so bad bytes become the same U+FFFD), BOM
+ * dropped as `TextDecoder` drops it; through `Buffer`, which skips the decoder's per-call argument checks.
+ */
+function utf8(bytes: Uint8Array): string {
+  if (!Buffer.isBuffer(bytes)) return decoder.decode(bytes);
+  const text = bytes.toString("utf8");
+  return text.charCodeAt(0) === 0xfeff ? text.slice(1) : text;
+}
 
 /** What the adapter reads of its own requests besides the `Request` members. */
 export interface NodeRequestState {
@@ -77,7 +95,7 @@ class NodeRequest {
 
   /** Whether anything started reading the body (it is then gone for a next middleware). */
   get bodyTouched(): boolean {
-    return this.#body !== undefined;
+    return this.#body !== undefined || this.#bytes !== undefined;
   }
 
   /** An absolute URL: the configured origin, else the Host header, which a client controls. */
@@ -103,12 +121,39 @@ class NodeRequest {
   }
 
   get bodyUsed(): boolean {
-    return this.#body !== undefined || (this.#real?.bodyUsed ?? false);
+    return this.bodyTouched || (this.#real?.bodyUsed ?? false);
   }
 
   text(): Promise<string> {
     if (this.#real !== undefined) return this.#real.text();
     return this.#read().then((bytes) => decoder.decode(bytes));
+  }
+
+  /**
+   * The body as text when all of it is buffered already (a small form arrives with its headers): taken
+   * from the stream's buffer in one `read()`, with no listener, promise or deadline. Undefined when any byte
+   * may still be on its way, when it is chunked, over a limit, or already being read: then the usual path reads
+   * it (and answers 413, or waits with its deadline).
+   */
+  [BODY_TEXT](limit: number): string | undefined {
+    if (this.#real !== undefined || this.#body !== undefined || this.#bytes !== undefined) return undefined;
+    const req = this.#req;
+    const declared = req.headers["content-length"];
+    if (declared === undefined || req.headers["transfer-encoding"] !== undefined) return undefined;
+    const length = Number(declared);
+    if (!(length <= limit && length <= this.#maxBodyBytes)) return undefined;
+    if (length === 0) {
+      this.#bytes = EMPTY_BYTES;
+      return "";
+    }
+    // Content-Length framing: the parser hands this request exactly that many bytes, so once they are all
+    // buffered the body is complete (Node may not have marked it so yet). Nothing flowing: one read() then
+    // returns exactly these bytes (in flowing mode it would return only the first chunk).
+    if (req.readableLength !== length || req.readableFlowing === true || req.readableEnded || req.destroyed) return undefined;
+    const chunk = req.read?.();
+    if (!(chunk instanceof Uint8Array) || chunk.byteLength !== length) return undefined;
+    this.#bytes = chunk;
+    return utf8(chunk);
   }
 
   bytes(): Promise<Uint8Array<ArrayBuffer>> {
@@ -151,6 +196,7 @@ class NodeRequest {
   }
 
   #read(): Promise<Uint8Array> {
+    if (this.#body === undefined && this.#bytes !== undefined) this.#body = Promise.resolve(this.#bytes);
     if (this.#body === undefined) {
       this.#body = readBody(this, this.#req, this.#maxBodyBytes).then((bytes) => (this.#bytes = bytes));
     }

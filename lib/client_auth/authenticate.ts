@@ -12,7 +12,7 @@ import type { ServerContext } from "../options.ts";
 import type { ClientRecord } from "../storage/types.ts";
 import type { PresentedCredentials } from "./client_secret_basic.ts";
 import { CLIENT_AUTH_METHOD_NAMES, CLIENT_AUTH_METHODS } from "./registry.ts";
-import { throttleKey } from "../throttle.ts";
+import { throttleIdle, throttleKey } from "../throttle.ts";
 
 /** The authenticated client and how it authenticated. */
 export interface AuthenticatedClient {
@@ -62,9 +62,11 @@ export async function authenticateClient(
   }
 
   const { throttle } = context;
-  const address = clientAddressOf(incoming, context);
-  const keys = throttle ? throttleKeys(presented.client_id, address) : undefined;
-  if (throttle && keys) {
+  // The keys are hashed only when the throttle may hold a failure: an idle one answers 0 for every key.
+  let keys: string[] | undefined;
+  if (throttle && !throttleIdle(throttle)) {
+    const address = clientAddressOf(incoming, context);
+    keys = throttleKeys(presented.client_id, address);
     // Sequential, as a shared store may want; an in-memory throttle answers at once, so nothing is awaited.
     const now = context.clock();
     let wait = 0;
@@ -82,7 +84,8 @@ export async function authenticateClient(
   }
   const client = await context.storage.getClient(presented.client_id);
   if (!verify(client, presented) || !client) {
-    if (throttle && keys) {
+    if (throttle) {
+      keys ??= throttleKeys(presented.client_id, clientAddressOf(incoming, context));
       const now = context.clock();
       for (const key of keys) await throttle.fail(key, now);
     }

@@ -1,6 +1,7 @@
 /**
  * The Node adapter over real sockets on 127.0.0.1, with small fake apps instead of the server.
  */
+import { Buffer } from "node:buffer";
 import {
   Agent,
   createServer,
@@ -199,6 +200,37 @@ describe("toNodeListener: requests", () => {
   it("builds the toRequest() URL from the Host header when no origin is set", async () => {
     const port = await serve(handleApp((req) => text(req.toRequest().url)));
     expect((await send(port, "/p?q=1")).body).toBe(`http://127.0.0.1:${port}/p?q=1`);
+  });
+
+  it("decodes a body that came with its head as one that trickles in: UTF-8, bad bytes and a BOM alike", async () => {
+    const port = await serve(handleApp(async (req) => text(JSON.stringify(await req.text(1000)))));
+    // A leading BOM is dropped and bad bytes become U+FFFD, as TextDecoder (and so a real Request) does it.
+    const bodies = [[0xef, 0xbb, 0xbf, 0x61, 0x3d, 0x31], [0x61, 0x3d, 0xc3, 0xa9, 0xff, 0xe2, 0x82], [0x62, 0xef, 0xbb, 0xbf]];
+    for (const bytes of bodies) {
+      const body = Buffer.from(bytes);
+      const head = `POST / HTTP/1.1\r\nHost: a\r\nContent-Length: ${body.length}\r\nConnection: close\r\n\r\n`;
+      const expected = JSON.stringify(new TextDecoder().decode(body));
+      for (const split of [false, true]) {
+        const answer = await new Promise<string>((resolve, reject) => {
+          const socket = connect(port, "127.0.0.1");
+          let received = "";
+          socket.setEncoding("utf8");
+          socket.on("data", (chunk: string) => (received += chunk));
+          socket.on("end", () => resolve(received));
+          socket.on("error", reject);
+          if (!split) socket.write(Buffer.concat([Buffer.from(head), body]));
+          else socket.write(head, () => setTimeout(() => socket.write(body), 50));
+        });
+        expect(answer.slice(answer.indexOf("\r\n\r\n") + 4), `${bytes.join(",")} split=${split}`).toBe(expected);
+      }
+    }
+  });
+
+  it("refuses a body over the app's limit with 413 even when all of it came with the head", async () => {
+    const port = await serve(handleApp(async (req) => text(await req.text(1024))));
+    expect((await send(port, "/", { method: "POST", body: "x".repeat(1024) })).status).toBe(200);
+    const answer = await raw(port, `POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 1025\r\n\r\n${"x".repeat(1025)}`);
+    expect(answer).toMatch(/^HTTP\/1\.1 413 Payload Too Large\r\n/);
   });
 
   it("reports the peer address, or the one clientAddress picks", async () => {
