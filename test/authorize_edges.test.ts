@@ -50,6 +50,21 @@ describe("the consent form's CSRF token is bound to every parameter", () => {
   });
 });
 
+describe("the CSRF token's shape", () => {
+  test("time, a 22-character nonce and the MAC; a token with a field missing or added is refused (403, never a 500)", async () => {
+    const { server } = await fixture();
+    const url = authorizeUrl(codeRequest("web"));
+    const csrf = csrfOf(await pageAt(server, url));
+    expect(csrf).toMatch(/^[0-9a-z]+\.[A-Za-z0-9_-]{22}\.[A-Za-z0-9_-]{43}$/);
+    const [time, nonce, mac] = csrf.split(".");
+    for (const forged of [time!, `${time}.${nonce}`, `${csrf}.`, `${csrf}.${mac}`, `${time}.${nonce}.${mac}.x`]) {
+      const response = await allow(server, url, forged);
+      expect(response.status, forged).toBe(403);
+    }
+    expect((await allow(server, url, csrf)).status).toBe(303);
+  });
+});
+
 describe("refusals say why", () => {
   test("a consent form posted twice: the second is a 403 page that says so, with no redirect", async () => {
     const { server } = await fixture();

@@ -27,8 +27,9 @@ export async function verifyCsrfToken(
   now: number,
 ): Promise<boolean> {
   if (token === undefined) return false;
-  const [time, nonce, mac, extra] = token.split(".");
-  if (time === undefined || nonce === undefined || mac === undefined || extra !== undefined) return false;
+  const fields = token.split(".");
+  if (fields.length !== 3) return false;
+  const [time, nonce, mac] = fields as [string, string, string];
   const issued = parseInt(time, 36);
   // A token from the future is refused too: the clock went back, or the time was forged.
   if (!Number.isSafeInteger(issued) || issued > now || now - issued > CSRF_TTL) return false;
