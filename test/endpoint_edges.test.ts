@@ -125,3 +125,40 @@ describe("authorization server metadata (RFC 8414)", () => {
     expect((await wellKnown(server)).client_id_metadata_document_supported).toBe(true);
   });
 });
+
+describe("refusals carry an error_description", () => {
+  const described = async (response: Response, status: number, error: string) => {
+    const body = await errorOf(response);
+    expect(body).toMatchObject({ status, error });
+    expect(body.description).toMatch(/\S/);
+  };
+
+  test("no token to introspect or revoke; a token of another client", async () => {
+    const { server } = await fixture();
+    await described(await server.fetch(form("/introspect", {})), 400, "invalid_request");
+    await described(await server.fetch(form("/revoke", {})), 400, "invalid_request");
+    const { access_token } = await webTokens(server);
+    await described(await server.fetch(form("/revoke", { token: access_token }, basic("other", SECRETS.other))), 400, "unauthorized_client");
+  });
+
+  test("no grant_type; a grant the client may not use", async () => {
+    const { server } = await fixture();
+    await described(await postToken(server, { client_id: "web", client_secret: SECRETS.web }), 400, "invalid_request");
+    await described(await postToken(server, { grant_type: "client_credentials", client_id: "web", client_secret: SECRETS.web }), 400, "unauthorized_client");
+  });
+});
+
+describe("the token.revoked audit event", () => {
+  test("names only the ids the token has: no user_id or grant_id keys for a client_credentials token", async () => {
+    const events: Record<string, unknown>[] = [];
+    const { server } = await fixture({ onEvent: (event) => void events.push({ ...event }) });
+    const issued = await postToken(server, { grant_type: "client_credentials", scope: "export", client_id: "backend", client_secret: SECRETS.backend });
+    const { access_token } = await issued.json() as { access_token: string };
+    expect((await server.fetch(form("/revoke", { token: access_token }, basic("backend", SECRETS.backend)))).status).toBe(200);
+    const revoked = events.filter((e) => e.type === "token.revoked");
+    expect(revoked).toHaveLength(1);
+    expect(revoked[0]).not.toHaveProperty("user_id");
+    expect(revoked[0]).not.toHaveProperty("grant_id");
+    expect(revoked[0]).toMatchObject({ client_id: "backend", reason: "access_token" });
+  });
+});
