@@ -15,7 +15,10 @@ declare module "autocannon" {
     headers?: Record<string, string>;
     body?: string;
     timeout?: number;
-    requests?: { setupRequest?: (request: AutocannonRequest) => AutocannonRequest }[];
+    requests?: {
+      setupRequest?: (request: AutocannonRequest) => AutocannonRequest;
+      onResponse?: (status: number, body: string) => void;
+    }[];
   }
   interface AutocannonResult {
     duration: number;

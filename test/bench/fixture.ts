@@ -159,17 +159,23 @@ export function controlFetch(server: AuthorizationServer): (request: Request) =>
 /** What a bench server prints, as one line of JSON, once both of its ports listen. */
 export interface ReadyLine {
   port: number;
-  /** The control port, for `oauth` servers. */
+  /** The control port, for `oauth` and `stored` servers. */
   control?: number;
+  /** The Bearer-protected resource port, for `stored` servers (see stored.ts). */
+  resource?: number;
+  /** `stored` servers: how many records were pre-filled and how long it took. */
+  prefill?: { stored: number; ms: number; size?: Record<string, number> };
 }
 
-/** The mode a bench server entry runs in: the bare baseline or the authorization server. */
-export type ServeMode = "bare" | "oauth" | "bare-fetch";
+/** The mode a bench server entry runs in: the bare baseline, the authorization server, or it pre-filled. */
+export type ServeMode = "bare" | "oauth" | "bare-fetch" | "stored";
 
-/** The mode from the command line (`--mode bare|oauth|bare-fetch`). */
+/** The mode from the command line (`--mode bare|oauth|bare-fetch|stored`). */
 export function serveMode(argv: readonly string[]): ServeMode {
   const i = argv.indexOf("--mode");
   const mode = i === -1 ? undefined : argv[i + 1];
-  if (mode !== "bare" && mode !== "oauth" && mode !== "bare-fetch") throw new Error(`--mode must be bare, oauth or bare-fetch: "${mode}"`);
+  if (mode !== "bare" && mode !== "oauth" && mode !== "bare-fetch" && mode !== "stored") {
+    throw new Error(`--mode must be bare, oauth, bare-fetch or stored: "${mode}"`);
+  }
   return mode;
 }

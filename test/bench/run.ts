@@ -4,12 +4,19 @@
  *   tsx test/bench/run.ts [--seconds 5] [--rounds 2] [--warmup 2] [--inprocess-seconds 2]
  *                         [--runtimes node,deno,bun] [--connections 32] [--no-http] [--no-inprocess]
  *                         [--only SCENARIOS] [--profile] [--node-tsx] [--smoke] [--no-storage] [--out DIR]
+ *                         [--stored 0,100000,1000000] [--duration 3]
  *
  * In-process rows run `test/bench/inprocess.ts` on each runtime as a child process; on Node, the bench's entry
  * points are first compiled with tsc (`test/bench/tsconfig.json`), so Node runs JavaScript as npm users do.
  * HTTP rows start one bench server per row and round (`serve_{node,deno,bun}.ts`) on 127.0.0.1 and load it
  * with autocannon from this process; rounds alternate the order of the rows. Every load run is bounded in time (or in requests, for the
  * code-exchange warm-up, with a time cap), talks only to loopback, and every child is stopped at the end.
+ *
+ * `--stored N,...` adds the stored-token rows: per runtime and store size, one server whose memory store is
+ * pre-filled with N records before it listens (see stored.ts), then every token operation over HTTP on it
+ * (client_credentials, authorization_code + PKCE, refresh_token rotation, Bearer verification, introspection),
+ * `--duration` seconds each after a 1 s warm-up, with p99 and max latency against the issue's goal (p99 < 10 ms,
+ * max < 25 ms at 32 connections). `npm run bench:stored` runs only those rows.
  *
  * `--smoke` is the CI check: Node only, a few seconds per row, and a non-zero exit when in-process
  * client_credentials falls below half of the bare in-process handler measured in the same run (a ratio, never
@@ -24,7 +31,16 @@ import { cpus, loadavg, totalmem } from "node:os";
 import { join, resolve } from "node:path";
 import process from "node:process";
 import { fileURLToPath } from "node:url";
-import { CLIENT_CREDENTIALS_BODY, codeExchangeBody, FORM_HEADERS, type ReadyLine, TOKEN_PATH } from "./fixture.ts";
+import {
+  BACKEND_SECRET,
+  CLIENT_CREDENTIALS_BODY,
+  codeExchangeBody,
+  FORM_HEADERS,
+  type ReadyLine,
+  refreshBody,
+  TOKEN_PATH,
+} from "./fixture.ts";
+import { liveStoredIndex, storedToken } from "./stored.ts";
 import { type Measurement, round, Samples } from "./stats.ts";
 import { isGate, targetWord, verdict } from "./verdict.ts";
 
@@ -71,6 +87,17 @@ const options = {
   profile: flags.has("profile"),
   /** Run the Node rows through tsx instead of the tsc build. */
   nodeTsx: flags.has("node-tsx"),
+  /**
+   * The stored-token rows: store sizes to pre-fill (`--stored 0,100000,1000000`), each on a server of its own
+   * per runtime, every token operation over HTTP on it. Off by default; `--smoke` runs 10,000 on Node.
+   */
+  stored: (flags.get("stored") ?? (smoke ? "10000" : "")).split(",").filter((n) => n !== "").map((n) => {
+    const count = Number(n);
+    if (!Number.isSafeInteger(count) || count < 0 || count > 5_000_000) throw new Error(`--stored takes counts: "${n}"`);
+    return count;
+  }),
+  /** Seconds measured per stored-token row, after a 1 s warm-up. */
+  duration: num("duration", smoke ? 1 : 3),
   /** Scenarios to run (in-process and HTTP), default all. */
   only: flags.get("only")?.split(","),
   out: resolve(ROOT, flags.get("out") ?? ".artifacts/bench"),
@@ -205,42 +232,69 @@ interface LoadResult {
   seconds: number;
 }
 
-/** One autocannon run; `next` supplies a body per request (and returning undefined stops the run). */
+/** One autocannon run of token requests; `next` supplies a body per request (and returning undefined stops the run). */
 function load(
   port: number,
   bounds: { seconds: number } | { amount: number },
   body: string | (() => string | undefined),
 ): Promise<LoadResult> {
+  if (typeof body === "string") return loadRequests(port, bounds, { body });
+  return loadRequests(port, bounds, () => {
+    const next = body();
+    return next === undefined ? undefined : { body: next };
+  });
+}
+
+/** What one request of a load sends beyond the defaults (POST to the token path, a form body). */
+interface LoadRequest {
+  method?: string;
+  path?: string;
+  headers?: Record<string, string>;
+  body?: string;
+}
+
+/**
+ * One autocannon run: the same request every time, or `next()` per request (undefined stops the run: a pool ran
+ * dry). `onResponse` sees each answer's status and body (a refresh chain reads its next token there).
+ */
+function loadRequests(
+  port: number,
+  bounds: { seconds: number } | { amount: number },
+  spec: LoadRequest | (() => LoadRequest | undefined),
+  onResponse?: (status: number, body: string) => void,
+): Promise<LoadResult> {
   const samples = new Samples();
   const statuses: Record<string, number> = {};
   let failed = 0;
   let ended = false;
+  const fixed = typeof spec === "function" ? {} : spec;
   return new Promise((resolve, reject) => {
     let instance: ReturnType<typeof autocannon> | undefined;
-    const dynamic = typeof body === "function";
+    const dynamic = typeof spec === "function" || onResponse !== undefined;
     instance = autocannon({
-      url: `http://127.0.0.1:${port}${TOKEN_PATH}`,
+      url: `http://127.0.0.1:${port}${fixed.path ?? TOKEN_PATH}`,
       connections: options.connections,
-      method: "POST",
-      headers: FORM_HEADERS,
+      method: fixed.method ?? "POST",
+      headers: fixed.headers ?? FORM_HEADERS,
       timeout: 10,
       ...("seconds" in bounds ? { duration: bounds.seconds } : { amount: bounds.amount }),
       ...(dynamic
         ? {
           requests: [{
             setupRequest: (request) => {
-              const next = body();
+              const next = typeof spec === "function" ? spec() : spec;
               if (next === undefined) {
-                // Out of codes: stop now rather than send a spent one.
+                // Out of codes or tokens: stop now rather than send a spent one.
                 if (!ended) setImmediate(() => instance?.stop());
                 ended = true;
                 return { ...request, body: codeExchangeBody("spent") };
               }
-              return { ...request, body: next };
+              return { ...request, ...next, headers: { ...request.headers, ...next.headers } };
             },
+            ...(onResponse ? { onResponse: (status: number, body: string) => onResponse(status, body) } : {}),
           }],
         }
-        : { body }),
+        : { body: fixed.body ?? "" }),
     }, (error, result) => {
       clearTimeout(cap);
       if (error) return reject(error);
@@ -324,17 +378,127 @@ async function httpRound(runtime: Runtime, scenario: HttpScenario): Promise<Load
 }
 
 // ---------------------------------------------------------------------------------------------------------
+// Stored-token rows
+
+type StoredScenario = "client_credentials" | "authorization_code" | "refresh_token" | "bearer" | "introspection";
+const STORED_SCENARIOS: StoredScenario[] = ["client_credentials", "authorization_code", "refresh_token", "bearer", "introspection"];
+
+/** A stored-token server as measured: its rows, and what pre-filling it took. */
+interface StoredServer {
+  results: Map<StoredScenario, LoadResult>;
+  prefill: ReadyLine["prefill"];
+  /** Resident memory of the server once filled, and after the last row (MB, Linux). */
+  rss_mb: [number | undefined, number | undefined];
+}
+
+/** Resident set size of a process in MB, from /proc; undefined where there is none. */
+function rssMB(pid: number | undefined): number | undefined {
+  if (pid === undefined) return undefined;
+  try {
+    const kb = /VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, "utf8"))?.[1];
+    return kb === undefined ? undefined : Math.round(Number(kb) / 1024);
+  } catch {
+    return undefined;
+  }
+}
+
+async function controlList(control: number, what: "codes" | "refresh" | "access", n: number): Promise<string[]> {
+  const response = await fetch(`http://127.0.0.1:${control}/${what}?n=${n}`);
+  if (!response.ok) throw new Error(`Cannot get ${what}: ${response.status}`);
+  return (await response.json()) as string[];
+}
+
+const INTROSPECTION_AUTH = `client_id=bench-backend&client_secret=${encodeURIComponent(BACKEND_SECRET)}`;
+
+/**
+ * One server pre-filled with `stored` records, and every wanted token operation on it in turn: a 1 s warm-up,
+ * then `--duration` seconds measured. Codes are issued and refresh chains started through the control port
+ * between runs, so the port under load serves the token endpoint (and the resource port the Bearer check) only.
+ */
+async function storedServer(runtime: Runtime, stored: number, scenarios: StoredScenario[]): Promise<StoredServer> {
+  const child = start(runtime, SERVE_FILE[runtime], ["--mode", "stored", "--stored", String(stored)]);
+  try {
+    // Pre-filling 1M records takes seconds; 30 s per million more than the usual start-up allows.
+    const ready = await firstLine<ReadyLine>(child, 60_000 + stored * 0.03);
+    const control = ready.control!;
+    const filledRss = rssMB(child.pid);
+    process.stderr.write(`  ${runtime}, ${stored.toLocaleString("en-US")} stored: filled in ${ready.prefill?.ms} ms` +
+      (filledRss === undefined ? "" : `, ${filledRss} MB resident`) + "\n");
+    // Live tokens to present: random ones across the pre-filled store, or a few issued now when it holds none.
+    const issued = liveStoredIndex(0, stored) === undefined ? await controlList(control, "access", 64) : [];
+    const liveToken = (): string => {
+      const i = liveStoredIndex(Math.random(), stored);
+      return i === undefined ? issued[Math.floor(Math.random() * issued.length)]! : storedToken("a", i);
+    };
+    const results = new Map<StoredScenario, LoadResult>();
+    for (const scenario of scenarios) {
+      process.stderr.write(`  ${runtime}, ${stored.toLocaleString("en-US")} stored: ${scenario}...\n`);
+      const warm = { seconds: 1 };
+      const measured = { seconds: options.duration };
+      let result: LoadResult;
+      if (scenario === "client_credentials") {
+        await loadRequests(ready.port, warm, { body: CLIENT_CREDENTIALS_BODY });
+        result = await withCpu(child, () => loadRequests(ready.port, measured, { body: CLIENT_CREDENTIALS_BODY }));
+      } else if (scenario === "authorization_code") {
+        // Each code is sent once: the warm-up's rate sizes the measured pool (capped; a pool that runs dry ends
+        // the run early, and its rate stays exact).
+        let pool = await controlList(control, "codes", 2000);
+        const next = (): LoadRequest | undefined => {
+          const code = pool.pop();
+          return code === undefined ? undefined : { body: codeExchangeBody(code) };
+        };
+        const w = await loadRequests(ready.port, { amount: pool.length }, next);
+        const want = Math.ceil((w.count / w.seconds) * options.duration * 1.5) + options.connections * 4;
+        pool = await controlList(control, "codes", Math.min(want, 100_000));
+        result = await withCpu(child, () => loadRequests(ready.port, measured, next));
+      } else if (scenario === "refresh_token") {
+        // Chains of rotations: each answer's refresh token goes back into the queue for the next request. Twice
+        // as many chains as connections, started afresh for each run (a run's last answers are not read).
+        const run = async (bounds: { seconds: number }): Promise<LoadResult> => {
+          const queue = await controlList(control, "refresh", options.connections * 2);
+          return loadRequests(ready.port, bounds, () => {
+            const token = queue.shift();
+            return token === undefined ? undefined : { body: refreshBody(token) };
+          }, (status, body) => {
+            if (status === 200) queue.push((JSON.parse(body) as { refresh_token: string }).refresh_token);
+          });
+        };
+        await run(warm);
+        result = await withCpu(child, () => run(measured));
+      } else if (scenario === "bearer") {
+        const port = ready.resource!;
+        const next = (): LoadRequest => ({ method: "GET", path: "/", headers: { authorization: `Bearer ${liveToken()}` } });
+        await loadRequests(port, warm, next);
+        result = await withCpu(child, () => loadRequests(port, measured, next));
+      } else {
+        const next = (): LoadRequest => ({ path: "/introspect", body: `token=${liveToken()}&${INTROSPECTION_AUTH}` });
+        await loadRequests(ready.port, warm, next);
+        result = await withCpu(child, () => loadRequests(ready.port, measured, next));
+      }
+      if (result.errors > 0) process.stderr.write(`  failures: ${JSON.stringify(result.statuses)}\n`);
+      results.set(scenario, result);
+    }
+    return { results, prefill: ready.prefill, rss_mb: [filledRss, rssMB(child.pid)] };
+  } finally {
+    await stop(child);
+  }
+}
+
+// ---------------------------------------------------------------------------------------------------------
 // Table
 
 interface Row {
-  section: "in-process" | "http" | "storage";
+  section: "in-process" | "http" | "storage" | "stored";
   runtime: Runtime;
   scenario: string;
   label: string;
   result: Measurement;
   /** Rate divided by the bare baseline of the same runtime and section (storage rows: by the memory store). */
   ratio?: number;
-  target?: { kind: "ratio" | "rate"; value: number; met: boolean };
+  /** `latency`: p99 under `value` ms and max under `max` ms (the stored-token rows). */
+  target?: { kind: "ratio" | "rate" | "latency"; value: number; max?: number; met: boolean };
+  /** Stored-token rows: records pre-filled in the server's store. */
+  stored?: number;
 }
 
 const LABELS: Record<string, string> = {
@@ -344,6 +508,7 @@ const LABELS: Record<string, string> = {
   authorization_code: "authorization_code + PKCE",
   refresh_token: "refresh_token rotation",
   bearer: "Bearer verification",
+  introspection: "introspection",
 };
 const HTTP_LABELS: Record<string, string> = {
   node: "node:http",
@@ -355,6 +520,10 @@ const HTTP_LABELS: Record<string, string> = {
 function targetOf(row: Row): Row["target"] {
   const ratio = (value: number) => ({ kind: "ratio" as const, value, met: (row.ratio ?? 0) >= value });
   const rate = (value: number) => ({ kind: "rate" as const, value, met: row.result.rate >= value });
+  if (row.section === "stored") {
+    // Issue 14 item 7: at 32 connections, every token operation at every store size.
+    return { kind: "latency", value: 10, max: 25, met: row.result.p99 < 10 && (row.result.max ?? Infinity) < 25 };
+  }
   if (row.section === "storage") {
     // Issue 10: ratios to the memory store measured in the same run.
     if (row.label.endsWith("on SQLite") && row.scenario === "client_credentials") return ratio(0.5);
@@ -394,10 +563,17 @@ function table(rows: Row[]): string {
     row.result.p99.toFixed(3),
     row.result.max === undefined ? "" : row.result.max.toFixed(1),
     row.ratio === undefined ? "" : row.ratio.toFixed(2),
-    row.result.server_cpu_us === undefined ? "" : `${row.result.server_cpu_us.toFixed(0)} + ${row.result.client_cpu_us!.toFixed(0)}`,
+    (row.result.server_cpu_us === undefined ? "" : `${row.result.server_cpu_us.toFixed(0)} + ${row.result.client_cpu_us!.toFixed(0)}`) +
+    (row.result.server_busy === undefined ? "" : `, server ${Math.round(row.result.server_busy * 100)} % busy`),
     row.target === undefined
       ? (row.result.errors > 0 ? `${row.result.errors} FAILED` : "")
-      : `${row.target.kind === "ratio" ? "≥ " + row.target.value.toFixed(2) : "≥ " + fmt(row.target.value)} ${
+      : `${
+        row.target.kind === "ratio"
+          ? "≥ " + row.target.value.toFixed(2)
+          : row.target.kind === "latency"
+          ? `p99 < ${row.target.value}, max < ${row.target.max}`
+          : "≥ " + fmt(row.target.value)
+      } ${
         targetWord(row.target.met, smoke, isGate(row))
       }${row.result.errors > 0 ? `, ${row.result.errors} FAILED` : ""}`,
   ]);
@@ -546,6 +722,39 @@ async function main(): Promise<number> {
       if (bare) row.ratio = row.result.rate / bare.result.rate;
     }
   }
+  const storedServers: Record<string, Omit<StoredServer, "results">> = {};
+  if (options.stored.length > 0) {
+    const scenarios = STORED_SCENARIOS.filter((s) => options.only === undefined || options.only.includes(s));
+    for (const runtime of options.runtimes) {
+      for (const stored of options.stored) {
+        process.stderr.write(`stored tokens: ${runtime}, ${stored.toLocaleString("en-US")} records...\n`);
+        const { results, ...server } = await storedServer(runtime, stored, scenarios);
+        storedServers[`${runtime}/${stored}`] = server;
+        for (const [scenario, entry] of results) {
+          const result: Measurement = {
+            rate: Math.round(entry.count / entry.seconds),
+            p50: round(entry.samples.percentile(50)),
+            p99: round(entry.samples.percentile(99)),
+            max: round(entry.samples.percentile(100)),
+            count: entry.count,
+            errors: entry.errors,
+            seconds: round(entry.seconds, 2),
+          };
+          if (entry.serverCpu !== undefined) {
+            result.server_cpu_us = round((entry.serverCpu * 1e6) / entry.count, 1);
+            // Share of the wall-clock time the server was on a CPU: well below 1 with a generator to spare
+            // means the server sat idle (the Bun slowdown of issue 14).
+            result.server_busy = round(entry.serverCpu / entry.seconds, 2);
+          }
+          if (entry.clientCpu !== undefined) result.client_cpu_us = round((entry.clientCpu * 1e6) / entry.count, 1);
+          rows.push({
+            section: "stored", runtime, scenario, stored, result,
+            label: `${LABELS[scenario]}, ${stored.toLocaleString("en-US")} stored`,
+          });
+        }
+      }
+    }
+  }
   for (const row of rows) {
     const target = targetOf(row);
     if (target) row.target = target;
@@ -554,6 +763,14 @@ async function main(): Promise<number> {
   machine.load.push(round(loadavg()[0]!, 2));
   console.log(table(rows));
   console.log("\ncpu µs/req: CPU time per request of the server process + of the load generator (autocannon, this process).");
+  if (options.stored.length > 0) {
+    console.log("stored rows: each server pre-filled before it listens (1 in 10 records already expired, 1 in 10 " +
+      "expiring during the run, 1 in 10 a refresh grant); `% busy`: the server's CPU time over the row's wall time.");
+    for (const [key, server] of Object.entries(storedServers)) {
+      console.log(`  ${key}: filled in ${server.prefill?.ms} ms, ${server.rss_mb[0] ?? "?"} MB resident after filling, ` +
+        `${server.rss_mb[1] ?? "?"} MB at the end`);
+    }
+  }
   console.log(`load average (1 min) at start and end: ${machine.load.join(", ")} on ${machine.cores} cores ` +
     "(the bench keeps about 2 busy; a start figure well above 0 means other work was running and skews every row)");
   const failures = rows.filter((row) => row.result.errors > 0);
@@ -563,7 +780,7 @@ async function main(): Promise<number> {
 
   mkdirSync(options.out, { recursive: true });
   const file = join(options.out, `bench-${smoke ? "smoke-" : ""}${began.toISOString().replace(/[:.]/g, "-")}.json`);
-  const json = JSON.stringify({ machine, options: { ...options, smoke }, rows }, null, 2);
+  const json = JSON.stringify({ machine, options: { ...options, smoke }, rows, stored_servers: storedServers }, null, 2);
   writeFileSync(file, json);
   writeFileSync(join(options.out, smoke ? "latest-smoke.json" : "latest.json"), json);
   console.log(`results: ${file}`);

@@ -24,6 +24,8 @@ export interface Measurement {
   server_cpu_us?: number;
   /** HTTP rows: CPU time of the load generator per request, in µs. */
   client_cpu_us?: number;
+  /** Stored-token rows: CPU seconds of the server per second of the run (1 = one core busy throughout). */
+  server_busy?: number;
 }
 
 /** Latencies in ms, grown in place so that recording costs no allocation per sample. */
