@@ -6,6 +6,9 @@
  * {@link Storage.markOnce} safe here. Expired records are dropped by an incremental sweep over expiry buckets:
  * each write visits at most a bounded slice of them, so memory stays bounded by the number of live records and
  * no request pays for a large backlog (issue 14: one sweep of 1M records once stalled a request for 402 ms).
+ * The indexes that grow with the records are {@link TieredMap}s, and expiry buckets grow in fixed chunks, so
+ * each write lands in a small container: on Bun (JavaScriptCore) a write into one large Map or array made every
+ * young garbage collection re-scan all of it, which halved throughput past 100k stored tokens.
  *
  * @module
  */
@@ -18,6 +21,7 @@ import type {
   RefreshTokenRecord,
   Storage,
 } from "./types.ts";
+import { TieredMap, TieredSet } from "./tiered_map.ts";
 
 /** Options of {@link memoryStorage}. */
 export interface MemoryStorageOptions {
@@ -29,6 +33,12 @@ export interface MemoryStorageOptions {
 
 /** Most expired records one write visits: about 0.2 ms of work at 0.4 µs each. */
 const SWEEP_SLICE = 512;
+/**
+ * Records per chunk of an expiry bucket: a bucket grows by whole chunks, so an append writes a small array
+ * (JavaScriptCore re-scans a written array in full at its next young collection; see tiered_map.ts).
+ */
+const CHUNK_BITS = 10;
+const CHUNK = 1 << CHUNK_BITS;
 /** A client's `last_used_at` is written at most this often (the contract's coarse granularity). */
 const TOUCH_INTERVAL = 60_000;
 
@@ -104,7 +114,8 @@ interface GrantEntry {
  * first, and resumes where the previous one stopped (a slot index and a position in its bucket).
  */
 class ExpiryQueue<T extends Expiring> {
-  private readonly buckets = new Map<number, T[]>();
+  /** Each bucket as chunks of `CHUNK` records, every chunk full but the last. */
+  private readonly buckets = new Map<number, T[][]>();
   private readonly width: number;
   /** Slot keys in ascending order from `head` on; slots before `head` are done. */
   private slots: number[] = [];
@@ -120,10 +131,12 @@ class ExpiryQueue<T extends Expiring> {
     const key = Math.floor(record.expires_at / this.width);
     const bucket = this.buckets.get(key);
     if (bucket) {
-      bucket.push(record);
+      const last = bucket[bucket.length - 1]!;
+      if (last.length < CHUNK) last.push(record);
+      else bucket.push([record]);
       return;
     }
-    this.buckets.set(key, [record]);
+    this.buckets.set(key, [[record]]);
     // Each kind has one lifetime, so new slots nearly always come last: this loop rarely steps.
     let i = this.slots.length;
     while (i > this.head && this.slots[i - 1]! > key) i--;
@@ -139,10 +152,11 @@ class ExpiryQueue<T extends Expiring> {
       const key = this.slots[this.head]!;
       if (key >= current) break;
       const bucket = this.buckets.get(key)!;
-      const end = Math.min(bucket.length, this.pos + budget);
-      for (let i = this.pos; i < end; i++) visit(bucket[i]!);
+      const length = ((bucket.length - 1) << CHUNK_BITS) + bucket[bucket.length - 1]!.length;
+      const end = Math.min(length, this.pos + budget);
+      for (let i = this.pos; i < end; i++) visit(bucket[i >> CHUNK_BITS]![i & (CHUNK - 1)]!);
       budget -= end - this.pos;
-      if (end < bucket.length) {
+      if (end < length) {
         this.pos = end;
         break;
       }
@@ -170,34 +184,52 @@ export function memoryStorage(options: MemoryStorageOptions = {}): MemoryStorage
   return new MemoryStorage(options);
 }
 
-const addTo = <K, V>(index: Map<K, Set<V>>, key: K, value: V): void => {
-  const set = index.get(key);
-  if (set) set.add(value);
-  else index.set(key, new Set([value]));
+/** A set of keys: a `Set`, or a {@link TieredSet} where one key may hold very many. */
+interface KeySet {
+  add(value: string): unknown;
+  delete(value: string): boolean;
+  readonly size: number;
+}
+
+/** An index from a key to a set of keys: a `Map` or a {@link TieredMap}. */
+interface Index<S> {
+  get(key: string): S | undefined;
+  set(key: string, value: S): unknown;
+  delete(key: string): boolean;
+}
+
+const addTo = <S extends KeySet>(index: Index<S>, key: string, value: string, empty: () => S): void => {
+  let set = index.get(key);
+  if (!set) index.set(key, set = empty());
+  set.add(value);
 };
 
-const removeFrom = <K, V>(index: Map<K, Set<V>>, key: K, value: V): void => {
+const removeFrom = <S extends KeySet>(index: Index<S>, key: string, value: string): void => {
   const set = index.get(key);
   if (set?.delete(value) && set.size === 0) index.delete(key);
 };
+
+const newSet = (): Set<string> => new Set();
+/** One client's tokens and grants can number in the millions: see {@link TieredSet}. */
+const newTieredSet = (): TieredSet => new TieredSet();
 
 const pairKey = (clientId: string, userId: string): string => `${clientId}\u0000${userId}`;
 
 /** The in-memory {@link Storage}. */
 export class MemoryStorage implements Storage {
   private readonly clients = new Map<string, ClientRecord>();
-  private readonly codes = new Map<string, StoredCode>();
-  private readonly access = new Map<string, AccessTokenRecord>();
-  private readonly refresh = new Map<string, RefreshTokenRecord>();
-  private readonly grants = new Map<string, GrantEntry>();
-  private readonly marks = new Map<string, number>();
+  private readonly codes = new TieredMap<StoredCode>();
+  private readonly access = new TieredMap<AccessTokenRecord>();
+  private readonly refresh = new TieredMap<RefreshTokenRecord>();
+  private readonly grants = new TieredMap<GrantEntry>();
+  private readonly marks = new TieredMap<number>();
   private readonly settings = new Map<string, string>();
   /** Unredeemed codes by (client_id, user_id), for the `saveCode` limit. */
-  private readonly pendingCodes = new Map<string, Set<string>>();
+  private readonly pendingCodes = new TieredMap<Set<string>>();
   /** Live grant ids by client and by user; grantless client_credentials access tokens by client. */
-  private readonly clientGrants = new Map<string, Set<string>>();
-  private readonly userGrants = new Map<string, Set<string>>();
-  private readonly clientTokens = new Map<string, Set<string>>();
+  private readonly clientGrants = new Map<string, TieredSet>();
+  private readonly userGrants = new TieredMap<Set<string>>();
+  private readonly clientTokens = new Map<string, TieredSet>();
   private readonly codeExpiry: ExpiryQueue<StoredCode>;
   private readonly accessExpiry: ExpiryQueue<AccessTokenRecord>;
   private readonly refreshExpiry: ExpiryQueue<RefreshTokenRecord>;
@@ -281,7 +313,7 @@ export class MemoryStorage implements Storage {
     this.codeExpiry.add(stored);
     if (stored.redeemed_at === undefined) {
       const key = pairKey(code.client_id, code.user_id);
-      addTo(this.pendingCodes, key, code.hash);
+      addTo(this.pendingCodes, key, code.hash, newSet);
       const pending = this.pendingCodes.get(key)!;
       const cap = limit === undefined ? Infinity : Math.max(1, limit);
       while (pending.size > cap) this.deleteCode(this.earliest(pending, code.hash));
@@ -389,6 +421,8 @@ export class MemoryStorage implements Storage {
     this.maybeSweep();
     const mark = this.marks.get(key);
     if (mark !== undefined && mark > now) return Promise.resolve(false);
+    // Delete the expired mark first: a TieredMap counts a key set again twice until it settles.
+    if (mark !== undefined) this.marks.delete(key);
     this.marks.set(key, expiresAt);
     this.markExpiry.add({ hash: key, expires_at: expiresAt });
     return Promise.resolve(true);
@@ -432,7 +466,7 @@ export class MemoryStorage implements Storage {
     this.access.set(a.hash, a);
     this.accessExpiry.add(a);
     if (grant) grant.access.add(a.hash);
-    else addTo(this.clientTokens, a.client_id, a.hash);
+    else addTo(this.clientTokens, a.client_id, a.hash, newTieredSet);
     if (refresh) {
       const r = { ...refresh };
       this.refresh.set(r.hash, r);
@@ -466,7 +500,7 @@ export class MemoryStorage implements Storage {
     if (source.user_id !== undefined) record.user_id = source.user_id;
     if (source.resource !== undefined) record.resource = source.resource;
     grant.record = record;
-    if (source.user_id !== undefined) addTo(this.userGrants, source.user_id, grantId);
+    if (source.user_id !== undefined) addTo(this.userGrants, source.user_id, grantId, newSet);
   }
 
   /** The grant entry, created on first use; its lifetime grows to cover every member. */
@@ -484,7 +518,7 @@ export class MemoryStorage implements Storage {
       };
       this.grants.set(grantId, grant);
       this.grantExpiry.add({ hash: grantId, expires_at: expiresAt });
-      if (clientId !== undefined) addTo(this.clientGrants, clientId, grantId);
+      if (clientId !== undefined) addTo(this.clientGrants, clientId, grantId, newTieredSet);
     } else if (expiresAt > grant.expires_at) {
       grant.expires_at = expiresAt;
       this.grantExpiry.add({ hash: grantId, expires_at: expiresAt });

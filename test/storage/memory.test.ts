@@ -72,3 +72,45 @@ test("purgeExpired deletes a large backlog in slices, letting other work run bet
   expect(ranMeanwhile).toBe(true);
   expect(store.size().access).toBe(0);
 });
+
+test("a large store keeps every record findable, deletable and counted while its indexes settle (issue 14)", async () => {
+  // Past a few thousand keys, new records are moved into settled maps a slice per write (lib/storage/tiered_map.ts):
+  // lookups, revocations and counts must not depend on where a record sits meanwhile.
+  const now = 1_000_000;
+  const store = memoryStorage({ clock: () => now });
+  const live = new Set<string>();
+  let seed = 7;
+  const random = (n: number) => (seed = (seed * 1_103_515_245 + 12_345) % 2 ** 31) % n;
+  for (let i = 0; i < 40_000; i++) {
+    const hash = `at-${i}`;
+    await store.saveTokens({ access: { hash, client_id: `c${i % 3}`, scope: "read", expires_at: now + 60_000 } }, now);
+    live.add(hash);
+    if (i % 5 === 0) {
+      // Revoke an earlier token, wherever it sits by now.
+      const victim = `at-${random(i + 1)}`;
+      await store.revokeAccessToken(victim);
+      live.delete(victim);
+    }
+    if (i % 97 === 0) {
+      for (let j = 0; j < 20; j++) {
+        const probe = `at-${random(i + 1)}`;
+        expect((await store.findAccessToken(probe, now))?.hash ?? null).toBe(live.has(probe) ? probe : null);
+      }
+      expect(store.size().access).toBe(live.size);
+    }
+  }
+  for (let i = 0; i < 40_000; i++) {
+    const hash = `at-${i}`;
+    expect((await store.findAccessToken(hash, now)) !== null).toBe(live.has(hash));
+  }
+  // Revoking a client reaches every one of its grantless tokens, settled or not.
+  expect(await store.revokeClientGrants("c1")).toBe(0);
+  for (let i = 1; i < 40_000; i += 3) expect(await store.findAccessToken(`at-${i}`, now)).toBeNull();
+  expect(store.size().access).toBe([...live].filter((hash) => Number(hash.slice(3)) % 3 !== 1).length);
+  // A client whose token index is half-way through being settled (4096 keys, then 10 more writes).
+  for (let i = 0; i < 4106; i++) {
+    await store.saveTokens({ access: { hash: `x-${i}`, client_id: "x", scope: "read", expires_at: now + 60_000 } }, now);
+  }
+  await store.revokeClientGrants("x");
+  for (let i = 0; i < 4106; i++) expect(await store.findAccessToken(`x-${i}`, now)).toBeNull();
+});
