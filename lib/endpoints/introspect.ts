@@ -43,8 +43,10 @@ export async function introspectEndpoint(incoming: Incoming, context: ServerCont
     ...(found.kind === "access_token" ? { token_type: "Bearer" } : {}),
     exp: Math.floor(record.expires_at / 1000),
     // RFC 7662 §2.2, RFC 8707: the audience, a string when there is one.
-    // Stryker disable next-line ConditionalExpression: every grant binds at most one resource (requestedResource, narrowedResource), so `true` changes nothing (equivalent); `false` is killed by test/resource_indicators.test.ts
-    ...(record.resource === undefined ? {} : { aud: record.resource.length === 1 ? record.resource[0] : record.resource }),
+    ...(record.resource === undefined ? {} : {
+      // Stryker disable next-line ConditionalExpression: every grant binds at most one resource (requestedResource, narrowedResource), so `true` changes nothing (equivalent); `false` is killed by test/resource_indicators.test.ts
+      aud: record.resource.length === 1 ? record.resource[0] : record.resource,
+    }),
     iss: context.issuer,
   });
 }

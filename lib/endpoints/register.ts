@@ -29,8 +29,9 @@ export async function registerEndpoint(incoming: Incoming, context: ServerContex
       headers: { "retry-after": String(Math.ceil(wait / 1000)) },
     });
   }
+  const contentType = request.headers.get("content-type");
   // Stryker disable next-line StringLiteral: without a Content-Type any fallback that is not JSON's media type is refused alike (equivalent)
-  if (!/^application\/json\s*(?:;|$)/i.test(request.headers.get("content-type") ?? "")) {
+  if (!/^application\/json\s*(?:;|$)/i.test(contentType ?? "")) {
     throw new OAuthError("invalid_client_metadata", { description: "The body must be application/json" });
   }
   let body: unknown;

@@ -1,4 +1,4 @@
-// `npm run mutation:score [-- reports/mutation/a.json b.json …] [--survivors]`: Stryker's score and the
+// `npm run mutation:score [-- reports/mutation/a.json b.json …] [--survivors] [--aside]`: Stryker's score and the
 // behaviour-changing score, per file and in total, from one or more Stryker JSON reports (a later report wins
 // per file, so runs on disjoint files merge). The behaviour-changing score leaves aside, and counts:
 //  (a) `Ignored` mutants: equivalent ones we disable with `// Stryker disable next-line <Mutator>: <reason>`;
@@ -82,6 +82,7 @@ function libSources(root: string): string[] {
 
 const args = process.argv.slice(2);
 const showSurvivors = args.includes("--survivors");
+const showAside = args.includes("--aside");
 const paths = args.filter((a) => !a.startsWith("--"));
 if (paths.length === 0) paths.push("reports/mutation/mutation.json");
 const files = new Map<string, FileResult>();
@@ -95,11 +96,16 @@ const pct = (n: number, d: number): string => (d === 0 ? "n/a" : `${((100 * n) /
 const rows: string[][] = [["file", "mutants", "stryker", "ignored", "prose", "behaviour", "killed/valid"]];
 const all = empty();
 const survivors: string[] = [];
+const aside: string[] = [];
 for (const [file, { source, mutants }] of [...files].sort(([a], [b]) => a.localeCompare(b))) {
   const t = empty();
   for (const m of mutants) {
     t.total++;
-    if (m.status === "Ignored") t.ignored++;
+    const where = `${file}:${m.location.start.line}:${m.location.start.column}`;
+    if (m.status === "Ignored") {
+      t.ignored++;
+      aside.push(`${where} (a) Ignored ${m.mutatorName}`);
+    }
     else if (!DETECTED.has(m.status) && !UNDETECTED.has(m.status)) t.invalid++;
     else {
       t.valid++;
@@ -107,9 +113,10 @@ for (const [file, { source, mutants }] of [...files].sort(([a], [b]) => a.locale
       if (detected) t.detected++;
       if (isProse(m, source, sinks)) {
         t.prose++;
+        aside.push(`${where} (b) ${m.status} ${slice(source, m.location).text}`);
         if (detected) t.proseDetected++;
       } else if (!detected) {
-        survivors.push(`${file}:${m.location.start.line}:${m.location.start.column} ${m.status} ${m.mutatorName} -> ${m.replacement ?? "?"}`);
+        survivors.push(`${where} ${m.status} ${m.mutatorName} -> ${m.replacement ?? "?"}`);
       }
     }
   }
@@ -131,4 +138,5 @@ console.log(
     `\nbehaviour = the same without ${all.ignored} Ignored (rule a) and ${all.prose} error_description StringLiteral mutants (rule b;` +
     ` ${all.proseDetected} of them killed anyway); ${all.invalid} compile/runtime errors excluded by both.`,
 );
+if (showAside) console.log(`\nleft aside (${aside.length}):\n${aside.join("\n")}`);
 if (showSurvivors) console.log(`\nbehaviour-changing survivors (${survivors.length}):\n${survivors.join("\n")}`);
