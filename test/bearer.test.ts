@@ -110,3 +110,40 @@ test("a failing store is a 500 server_error from protect, reported, never thrown
   expect(await res.text()).not.toContain("disk on fire");
   expect(errors).toHaveLength(1);
 });
+
+describe("the Authorization header's grammar (RFC 6750 §2.1: \"Bearer\" 1*SP b64token)", () => {
+  const guard = async () => {
+    const f = await fixture();
+    return { f, check: (authorization: string) => f.server.verifyAuthorization(authorization).then((info) => info, (error: OAuthError) => error) };
+  };
+
+  test("a scheme that only starts with Bearer is another scheme: no token, a bare challenge", async () => {
+    const { check } = await guard();
+    const error = await check("Bearerx abc") as OAuthError;
+    expect([error.status, error.headers["www-authenticate"]]).toEqual([401, `Bearer realm="${ISSUER}"`]);
+  });
+
+  test("several spaces after the scheme, and trailing spaces, are allowed", async () => {
+    const { f, check } = await guard();
+    const access = await token(f.server);
+    for (const header of [`Bearer   ${access}`, `Bearer ${access}  `]) {
+      expect(await check(header), JSON.stringify(header)).toMatchObject({ client_id: "backend" });
+    }
+  });
+
+  test("a b64token may end in '=' padding: an unknown such token is invalid_token, not malformed", async () => {
+    const { check } = await guard();
+    for (const header of ["Bearer abc=", "Bearer a+b/c=="]) {
+      const error = await check(header) as OAuthError;
+      expect([header, error.code, error.status]).toEqual([header, "invalid_token", 401]);
+    }
+  });
+
+  test("the challenge names the error and its description, and only insufficient_scope names a scope", async () => {
+    const { check } = await guard();
+    const error = await check("Bearer unknown-token") as OAuthError;
+    expect(error.headers["www-authenticate"]).toBe(
+      `Bearer realm="${ISSUER}", error="invalid_token", error_description="The access token is invalid or has expired"`,
+    );
+  });
+});
