@@ -35,13 +35,14 @@ export async function verifyBearer(
   requiredScope: string | undefined,
   context: ServerContext,
 ): Promise<AccessTokenInfo> {
-  if (authorization === null || !/^bearer(?: |$)/i.test(authorization)) {
+  const header = authorization ?? "";
+  if (!/^bearer(?: |$)/i.test(header)) {
     throw new OAuthError("invalid_token", {
       description: "An access token is required",
       headers: { "www-authenticate": `Bearer realm="${context.issuer}"` },
     });
   }
-  const match = BEARER.exec(authorization);
+  const match = BEARER.exec(header);
   if (!match) throw refused("invalid_request", "The Authorization header is malformed", context);
   const now = context.clock();
   const record = await context.storage.findAccessToken(sha256(match[1]!), now);

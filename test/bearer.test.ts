@@ -123,6 +123,12 @@ describe("the Authorization header's grammar (RFC 6750 §2.1: \"Bearer\" 1*SP b6
     expect([error.status, error.headers["www-authenticate"]]).toEqual([401, `Bearer realm="${ISSUER}"`]);
   });
 
+  test("another scheme whose credentials contain \"Bearer \" is still another scheme", async () => {
+    const { check } = await guard();
+    const error = await check("Token Bearer abc") as OAuthError;
+    expect([error.status, error.headers["www-authenticate"]]).toEqual([401, `Bearer realm="${ISSUER}"`]);
+  });
+
   test("several spaces after the scheme, and trailing spaces, are allowed", async () => {
     const { f, check } = await guard();
     const access = await token(f.server);
@@ -145,5 +151,20 @@ describe("the Authorization header's grammar (RFC 6750 §2.1: \"Bearer\" 1*SP b6
     expect(error.headers["www-authenticate"]).toBe(
       `Bearer realm="${ISSUER}", error="invalid_token", error_description="The access token is invalid or has expired"`,
     );
+  });
+});
+
+describe("what the guard says about a token", () => {
+  test("a client_credentials token has no user: exactly client_id, scope and exp", async () => {
+    const { server } = await fixture();
+    const info = await server.verifyAuthorization(`Bearer ${await token(server)}`);
+    expect(Object.keys(info).sort()).toEqual(["client_id", "exp", "scope"]);
+  });
+
+  test("a token whose client is gone (deleted while the token was being checked) is invalid_token, not a 500", async () => {
+    const { server, storage } = await fixture();
+    const access = await token(server);
+    storage.getClient = () => Promise.resolve(null);
+    await expect(server.verifyAuthorization(`Bearer ${access}`)).rejects.toMatchObject({ code: "invalid_token", status: 401 });
   });
 });

@@ -6,7 +6,7 @@
  * @module
  */
 import { type PresentedCredentials, readBasic } from "./client_secret_basic.ts";
-import { readForm } from "./client_secret_post.ts";
+import { readNone, readPost } from "./client_secret_post.ts";
 
 /** A client authentication method. */
 export interface ClientAuthMethod {
@@ -22,15 +22,8 @@ export interface ClientAuthMethod {
 /** The methods, in the order a request is read: the header first, then the form. */
 export const CLIENT_AUTH_METHODS: Readonly<Record<PresentedCredentials["method"], ClientAuthMethod>> = Object.freeze({
   client_secret_basic: { confidential: true, read: (request) => readBasic(request.headers.get("authorization")) },
-  client_secret_post: {
-    confidential: true,
-    // A secret without client_id still counts as this method: sent beside Basic, it is a second method.
-    read: (_, form) => {
-      const secret = form.get("client_secret");
-      return secret === undefined ? null : { method: "client_secret_post", client_id: form.get("client_id") ?? "", client_secret: secret };
-    },
-  },
-  none: { confidential: false, read: (_, form) => (form.has("client_secret") ? null : readForm(form)) },
+  client_secret_post: { confidential: true, read: (_, form) => readPost(form) },
+  none: { confidential: false, read: (_, form) => readNone(form) },
 });
 
 /** Every method's wire name (`token_endpoint_auth_methods_supported`). */
