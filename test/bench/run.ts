@@ -525,10 +525,12 @@ function targetOf(row: Row): Row["target"] {
     return { kind: "latency", value: 10, max: 25, met: row.result.p99 < 10 && (row.result.max ?? Infinity) < 25 };
   }
   if (row.section === "storage") {
-    // Issue 10: ratios to the memory store measured in the same run.
-    if (row.label.endsWith("on SQLite") && row.scenario === "client_credentials") return ratio(0.5);
-    if (row.label.endsWith("on SQLite") && row.scenario === "refresh_token") return ratio(0.4);
-    if (row.label.endsWith("on PostgreSQL") && row.scenario === "client_credentials") return ratio(0.25);
+    // Issue 10: ratios to the memory store measured in the same run, judged on the rows with many calls in
+    // flight (a server's throughput); the one-in-flight rows are the latency view.
+    const store = / on (SQLite|PostgreSQL), \d+ in flight$/.exec(row.label)?.[1];
+    if (store === "SQLite" && row.scenario === "client_credentials") return ratio(0.5);
+    if (store === "SQLite" && row.scenario === "refresh_token") return ratio(0.4);
+    if (store === "PostgreSQL" && row.scenario === "client_credentials") return ratio(0.25);
     return undefined;
   }
   if (row.section === "http") {
@@ -636,23 +638,31 @@ async function main(): Promise<number> {
     process.stderr.write("storage rows (memory, SQLite, PostgreSQL) on node...\n");
     const child = start("node", "storage.ts", [
       "--seconds", String(options.inprocessSeconds), "--rounds", String(options.inprocessRounds), "--warmup", "1",
+      // As many calls in flight as the HTTP rows have connections.
+      "--inflight", String(options.connections),
     ]);
-    const output = await firstLine<{ results: Record<string, Record<string, Measurement>>; skipped: Record<string, string> }>(
+    type StoreResults = Record<string, Record<string, Measurement>>;
+    const output = await firstLine<{ results: StoreResults; inflight?: { count: number; results: StoreResults }; skipped: Record<string, string> }>(
       child,
-      (3 * 4 * (options.inprocessSeconds * options.inprocessRounds + 2) + 120) * 1000,
+      // Per store and scenario: one call in flight, then 32 in flight, each with its warm-up.
+      (3 * 4 * 2 * (options.inprocessSeconds * options.inprocessRounds + 2) + 120) * 1000,
     );
     // It stops its database server and exits by itself once done; stop it only if it lingers.
     await Promise.race([new Promise((resolve) => child.once("exit", resolve)), new Promise((resolve) => setTimeout(resolve, 30_000))]);
     await stop(child);
     for (const [store, reason] of Object.entries(output.skipped)) process.stderr.write(`  ${store} skipped: ${reason}\n`);
     const names: Record<string, string> = { memory: "memory store", sqlite: "SQLite", postgres: "PostgreSQL" };
-    for (const [store, results] of Object.entries(output.results)) {
-      for (const [scenario, result] of Object.entries(results)) {
-        const memory = output.results.memory?.[scenario]?.rate;
-        rows.push({
-          section: "storage", runtime: "node", scenario, label: `${LABELS[scenario]} on ${names[store] ?? store}`, result,
-          ...(memory ? { ratio: result.rate / memory } : {}),
-        });
+    const sets: [StoreResults, string][] = [[output.results, ""]];
+    if (output.inflight) sets.push([output.inflight.results, `, ${output.inflight.count} in flight`]);
+    for (const [set, suffix] of sets) {
+      for (const [store, results] of Object.entries(set)) {
+        for (const [scenario, result] of Object.entries(results)) {
+          const memory = set.memory?.[scenario]?.rate;
+          rows.push({
+            section: "storage", runtime: "node", scenario, label: `${LABELS[scenario]} on ${names[store] ?? store}${suffix}`, result,
+            ...(memory ? { ratio: result.rate / memory } : {}),
+          });
+        }
       }
     }
   }

@@ -5,9 +5,14 @@
  * prints one line of JSON, which `run.ts` collects.
  *
  *   node test/bench/storage.ts [--seconds 2] [--rounds 2] [--warmup 1] [--stores memory,sqlite,postgres]
+ *                              [--inflight 32] [--pool 8]
  *
- * Rounds alternate the order of the stores, so drift hits all alike. One call in flight, as in the other
- * in-process rows: a database row is bounded by its round trips, which is what the ratio shows.
+ * Rounds alternate the order of the stores, so drift hits all alike. Each store is measured twice:
+ * - one call in flight (`results`), as in the other in-process rows: the latency view, where a database row is
+ *   bounded by its round trips;
+ * - `--inflight N` calls in flight (`inflight.results`, default 32, the connections of the HTTP rows; 0 leaves
+ *   them out), as a server under load has them: the throughput view, where round trips overlap over the pool's
+ *   `--pool` connections (PostgreSQL; default 8). The storage goals of issue 10 are judged on these rows.
  *
  * @module
  */
@@ -21,6 +26,7 @@ import { memoryStorage, sqlStorage, type Storage } from "../../mod.ts";
 import { started, startPostgres } from "../support/databases.ts";
 import { createBenchServer } from "./fixture.ts";
 import { flags, runInProcess } from "./inprocess.ts";
+import { runInflight } from "./inflight.ts";
 import type { Measurement } from "./stats.ts";
 
 const SCENARIOS = ["client_credentials", "authorization_code", "refresh_token", "bearer"] as const;
@@ -31,6 +37,8 @@ const seconds = Number(f.get("seconds") ?? 2);
 const rounds = Number(f.get("rounds") ?? 2);
 const warmup = Number(f.get("warmup") ?? 1);
 const wanted = (f.get("stores") ?? "memory,sqlite,postgres").split(",") as Store[];
+const inflight = Number(f.get("inflight") ?? 32);
+const poolSize = Number(f.get("pool") ?? 8);
 
 const dir = mkdtempSync(join(tmpdir(), "oauth-bench-"));
 const cleanups: (() => Promise<void> | void)[] = [() => rmSync(dir, { recursive: true, force: true })];
@@ -53,7 +61,7 @@ for (const name of wanted) {
       skipped[name] = server.skip;
       continue;
     }
-    const pool = new pg.Pool({ connectionString: server.url, max: 4 });
+    const pool = new pg.Pool({ connectionString: server.url, max: poolSize });
     stores.set(name, sqlStorage({ dialect: "postgres", query: (t, p) => pool.query(t, p).then((r) => r.rows) }));
     cleanups.unshift(() => pool.end(), () => server.stop());
   }
@@ -71,16 +79,34 @@ try {
   const servers = new Map<Store, Awaited<ReturnType<typeof createBenchServer>>>();
   for (const [name, storage] of stores) servers.set(name, await createBenchServer(storage));
   const merged = new Map<string, Measurement[]>();
+  const mergedInflight = new Map<string, Measurement[]>();
+  const add = (into: Map<string, Measurement[]>, name: Store, results: Record<string, Measurement>) => {
+    for (const [scenario, m] of Object.entries(results)) {
+      const key = `${name}/${scenario}`;
+      into.set(key, [...(into.get(key) ?? []), m]);
+    }
+  };
   const order = [...servers.keys()];
   for (let round = 0; round < rounds; round++) {
     for (const name of round % 2 === 0 ? order : [...order].reverse()) {
-      const results = await runInProcess({ seconds, warmup: round === 0 ? warmup : 0.2, rounds: 1, only: SCENARIOS, server: servers.get(name)! });
-      for (const [scenario, m] of Object.entries(results)) {
-        const key = `${name}/${scenario}`;
-        merged.set(key, [...(merged.get(key) ?? []), m]);
+      const server = servers.get(name)!;
+      add(merged, name, await runInProcess({ seconds, warmup: round === 0 ? warmup : 0.2, rounds: 1, only: SCENARIOS, server }));
+      if (inflight > 0) {
+        add(mergedInflight, name, await runInflight({ server, inflight, seconds, warmup: round === 0 ? warmup : 0.2, only: SCENARIOS }));
       }
     }
   }
+  console.log(JSON.stringify({
+    results: summarise(merged),
+    ...(inflight > 0 ? { inflight: { count: inflight, pool: poolSize, results: summarise(mergedInflight) } } : {}),
+    skipped,
+  }));
+} finally {
+  for (const cleanup of cleanups) await cleanup();
+}
+
+/** One measurement per store and scenario from the rounds' measurements. */
+function summarise(merged: Map<string, Measurement[]>): Record<string, Record<string, Measurement>> {
   const results: Record<string, Record<string, Measurement>> = {};
   for (const [key, ms] of merged) {
     const [store, scenario] = key.split("/") as [string, string];
@@ -96,7 +122,5 @@ try {
       seconds: Math.round(secs * 100) / 100,
     };
   }
-  console.log(JSON.stringify({ results, skipped }));
-} finally {
-  for (const cleanup of cleanups) await cleanup();
+  return results;
 }
