@@ -461,12 +461,12 @@ export class SqlStorage implements Storage {
    * `oauth_issue` trigger (migration 2); tokens of a revoked grant are dropped. With `check`, reads back
    * whether the access token was stored.
    */
-  private async issueSqlite(tokens: IssuedTokens, grant: IssueGrant | undefined, check: boolean): Promise<boolean> {
+  private async issueSqlite(tokens: IssuedTokens, grant: IssueGrant, check: boolean): Promise<boolean> {
     const { access: a, refresh: r } = tokens;
     const p = this.params();
     const values = [
-      p.text(grant?.id), p.text(grant?.client), p.text(grant?.user), p.text(grant?.scope), p.text(grant?.resource),
-      p.int(grant?.now), p.int(grant?.expires),
+      p.text(grant.id), p.text(grant.client), p.text(grant.user), p.text(grant.scope), p.text(grant.resource),
+      p.int(grant.now), p.int(grant.expires),
       p.text(a.hash), p.text(a.client_id), p.text(a.user_id), p.text(a.scope), p.json(a.resource), p.text(a.grant_id),
       p.int(a.expires_at),
       p.text(r?.hash), p.text(r?.grant_id), p.text(r?.client_id), p.text(r?.user_id), p.text(r?.scope), p.json(r?.resource),
@@ -489,30 +489,31 @@ export class SqlStorage implements Storage {
   /** Stores client_credentials tokens (and the grant of their refresh token), unless the grant is revoked. */
   async saveTokens(tokens: IssuedTokens, now: number): Promise<void> {
     const refresh = tokens.refresh;
-    if (this.dialect === "postgres") {
+    if (!refresh) {
+      // An access token alone (client_credentials) is one INSERT on both dialects: on SQLite, the carrier row of
+      // oauth_issue would add a page to every commit for nothing (no grant to create).
       const p = this.params();
-      if (refresh) {
-        const source = grantSource(p, refresh.grant_id, refresh.client_id, refresh.user_id, refresh.scope, json(refresh.resource));
-        const at = p.int(now);
-        await this.run(
-          `WITH g AS (${this.upsertGrant(source, at, p.int(latestExpiry(tokens)))}),
-           a AS (${this.insertAccess(tokens, p, "g")}),
-           r AS (${this.insertRefresh(refresh, p, "g")})
-           SELECT 1`,
-          p.values,
-        );
-      } else {
-        const grant = tokens.access.grant_id;
-        const sql = this.insertAccess(tokens, p);
-        await this.run(
-          grant === undefined
-            ? sql
-            : `${sql} WHERE NOT EXISTS (SELECT 1 FROM oauth_grants WHERE grant_id = ${p.text(grant)} AND revoked_at IS NOT NULL)`,
-          p.values,
-        );
-      }
+      const grant = tokens.access.grant_id;
+      const sql = this.insertAccess(tokens, p);
+      await this.run(
+        grant === undefined
+          ? sql
+          : `${sql} WHERE NOT EXISTS (SELECT 1 FROM oauth_grants WHERE grant_id = ${p.text(grant)} AND revoked_at IS NOT NULL)`,
+        p.values,
+      );
+    } else if (this.dialect === "postgres") {
+      const p = this.params();
+      const source = grantSource(p, refresh.grant_id, refresh.client_id, refresh.user_id, refresh.scope, json(refresh.resource));
+      const at = p.int(now);
+      await this.run(
+        `WITH g AS (${this.upsertGrant(source, at, p.int(latestExpiry(tokens)))}),
+         a AS (${this.insertAccess(tokens, p, "g")}),
+         r AS (${this.insertRefresh(refresh, p, "g")})
+         SELECT 1`,
+        p.values,
+      );
     } else {
-      const grant: IssueGrant | undefined = refresh && {
+      const grant: IssueGrant = {
         id: refresh.grant_id, client: refresh.client_id, user: refresh.user_id, scope: refresh.scope,
         resource: json(refresh.resource), now, expires: latestExpiry(tokens),
       };
