@@ -15,6 +15,34 @@ const REG_NAME = /^(?:[A-Za-z0-9\-._~!$&'()*+,;=]|%[0-9A-Fa-f]{2})+$/;
 
 /** Whether `value` is a valid `Host` header value: `host [":" port]`, no userinfo, a port of 1-5 digits ≤ 65535. */
 export function validHost(value: string): boolean {
+  // Every request is checked, so the usual shape (a name or IPv4 address, maybe a port) is recognised in one
+  // scan without allocating; anything else (an IP literal, a percent-escape, a bad character) goes through the
+  // grammar below, which decides.
+  const n = value.length;
+  let i = 0;
+  for (; i < n; i++) {
+    const c = value.charCodeAt(i);
+    if (c >= 128 || PLAIN_NAME[c] !== 1) break;
+  }
+  if (i > 0 && i === n) return n <= 255 + 6;
+  if (i > 0 && value.charCodeAt(i) === 0x3a && n - i >= 2 && n - i <= 6) {
+    let port = 0;
+    for (let j = i + 1; j < n; j++) {
+      const d = value.charCodeAt(j) - 0x30;
+      if (d < 0 || d > 9) return hostGrammar(value);
+      port = port * 10 + d;
+    }
+    if (port <= 65535 && n <= 255 + 6) return true;
+  }
+  return hostGrammar(value);
+}
+
+/** reg-name characters but "%": unreserved and sub-delims (RFC 3986 §3.2.2), by character code. */
+const PLAIN_NAME = new Uint8Array(128);
+for (const c of "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~!$&'()*+,;=") PLAIN_NAME[c.charCodeAt(0)] = 1;
+
+/** {@link validHost} by the grammar. */
+function hostGrammar(value: string): boolean {
   if (value.length === 0 || value.length > 255 + 6) return false;
   let host = value;
   const colon = value.lastIndexOf(":");
@@ -31,9 +59,15 @@ export function targetProblem(target: string): string | null {
   if (!target.startsWith("/")) return "The request target must be a path";
   // "//host/…" would read as an authority to anything resolving it against a base URL.
   if (target.startsWith("//")) return "The request target must not start with //";
-  const end = target.search(/[?#]/);
-  const path = end === -1 ? target : target.slice(0, end);
-  for (const segment of path.split("/")) {
+  let end = 0;
+  let dotted = false; // a "." or "%" in the path: only then can it hold a dot segment
+  for (; end < target.length; end++) {
+    const c = target.charCodeAt(end);
+    if (c === 0x3f || c === 0x23) break; // "?" or "#"
+    if (c === 0x2e || c === 0x25) dotted = true;
+  }
+  if (!dotted) return null;
+  for (const segment of target.slice(0, end).split("/")) {
     const decoded = segment.replace(/%2e/gi, ".");
     if (decoded === "." || decoded === "..") return "The request target must not hold dot segments";
   }

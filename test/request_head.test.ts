@@ -1,4 +1,5 @@
 // Findings 6-7 of issue 15: the request-head checks every adapter makes before routing.
+import fc from "fast-check";
 import { describe, expect, test } from "vitest";
 import { originForm, requestHeadProblem, targetProblem, validHost } from "../lib/request_head.ts";
 
@@ -19,6 +20,7 @@ describe("targets", () => {
     ["/a/b.c/..d?x=../y", null],
     ["/api/../index.php", "dot"],
     ["/api/%2E%2e/index.php", "dot"],
+    ["/api/%2e%2E/token", "dot"],
     ["/./token", "dot"],
     ["/token/.", "dot"],
     ["//evil.example/x", "//"],
@@ -44,5 +46,60 @@ describe("targets", () => {
     expect(requestHeadProblem(["a"], "/x/../y")).toMatch(/dot/);
     expect(requestHeadProblem(["a:80"], "http://b/y")).toMatch(/path/);
     expect(requestHeadProblem(["a:80"], "/y?z=1")).toBeNull();
+  });
+});
+
+describe("the one-scan checks agree with the grammar", () => {
+  // The RFC 3986 §3.2.2 grammar as written before the one-scan fast paths: the reference they must match.
+  const grammarHost = (value: string): boolean => {
+    if (value.length === 0 || value.length > 255 + 6) return false;
+    let host = value;
+    const colon = value.lastIndexOf(":");
+    if (colon !== -1 && !value.endsWith("]")) {
+      const port = value.slice(colon + 1);
+      if (!/^\d{1,5}$/.test(port) || Number(port) > 65535) return false;
+      host = value.slice(0, colon);
+    }
+    return host.startsWith("[")
+      ? /^\[(?:[0-9A-Fa-f]{0,4}:){2,7}(?:[0-9A-Fa-f]{0,4}|\d{1,3}(?:\.\d{1,3}){3})\]$/.test(host)
+      : /^(?:[A-Za-z0-9\-._~!$&'()*+,;=]|%[0-9A-Fa-f]{2})+$/.test(host);
+  };
+  const grammarTarget = (target: string): string | null => {
+    if (!target.startsWith("/")) return "path";
+    if (target.startsWith("//")) return "//";
+    const end = target.search(/[?#]/);
+    for (const segment of (end === -1 ? target : target.slice(0, end)).split("/")) {
+      const decoded = segment.replace(/%2e/gi, ".");
+      if (decoded === "." || decoded === "..") return "dot";
+    }
+    return null;
+  };
+  const text = (alphabet: string, maxLength: number) =>
+    fc.array(fc.constantFrom(...alphabet), { maxLength }).map((chars) => chars.join(""));
+
+  test("validHost", () => {
+    const host = fc.oneof(
+      text("ab1.-:[]%2eE@ _~9056", 12),
+      fc.tuple(text("ab.-", 6), fc.integer({ min: 0, max: 999_999 })).map(([name, port]) => `${name}:${port}`),
+      fc.string({ maxLength: 8 }),
+      fc.constantFrom("a".repeat(255) + ":65535", "a".repeat(256) + ":65535", "a".repeat(262), "a".repeat(261)),
+    );
+    fc.assert(fc.property(host, (value) => {
+      expect(validHost(value), JSON.stringify(value)).toBe(grammarHost(value));
+    }), {
+      numRuns: 3000,
+    });
+  });
+
+  test("targetProblem", () => {
+    fc.assert(
+      fc.property(fc.array(fc.constantFrom("/", "a", ".", "%2e", "%2E", "%", "?", "#"), { maxLength: 10 }).map((parts) => parts.join("")), (target) => {
+        const found = targetProblem(target);
+        const expected = grammarTarget(target);
+        if (expected === null) expect(found, target).toBeNull();
+        else expect(found, target).toContain(expected);
+      }),
+      { numRuns: 3000 },
+    );
   });
 });

@@ -104,7 +104,10 @@ export function toNodeListener(app: FetchApp, options: NodeListenerOptions = {})
 /** Every `Host` value as received, repeats kept. */
 function hostsOf(rawHeaders: readonly string[]): string[] {
   const hosts: string[] = [];
-  for (let i = 0; i + 1 < rawHeaders.length; i += 2) if (rawHeaders[i]!.toLowerCase() === "host") hosts.push(rawHeaders[i + 1]!);
+  for (let i = 0; i + 1 < rawHeaders.length; i += 2) {
+    const name = rawHeaders[i]!;
+    if (name.length === 4 && (name === "Host" || name === "host" || name.toLowerCase() === "host")) hosts.push(rawHeaders[i + 1]!);
+  }
   return hosts;
 }
 
