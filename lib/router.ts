@@ -68,9 +68,36 @@ export function createRouter(
   const specPath = base + "/index.php";
 
   const { cors } = context;
+  // One async frame per request: routing is synchronous, only the endpoint's handler is awaited.
   return async function handle(request: Request, remoteAddress: string | undefined): Promise<Response> {
     const incoming: Incoming = { request, target: targetOf(request.url), remoteAddress };
-    const { answer, endpoint } = await route(incoming);
+    const endpoint = endpointOf(incoming.target);
+    let answer: ResponseParts | Response;
+    if (endpoint === undefined) {
+      answer = notFound();
+    } else if (request.method === "OPTIONS" && endpoint.cors && cors !== null) {
+      // A preflight is answered here and goes no further: OPTIONS never spends a code or a token.
+      return respond(request, preflight(request.headers.get("origin"), Object.keys(endpoint.methods), cors));
+    } else {
+      const method = request.method === "HEAD" ? "GET" : request.method;
+      // An own-property look-up: a method named "constructor" or "toString" must not reach Object.prototype.
+      const handler = Object.hasOwn(endpoint.methods, method) ? endpoint.methods[method as "GET" | "POST"] : undefined;
+      if (handler === undefined) {
+        const allow = Object.keys(endpoint.methods).join(", ");
+        const error = new OAuthError("invalid_request", {
+          description: `Method ${printable(request.method)} is not allowed here`,
+          status: 405,
+          headers: { allow },
+        });
+        return respond(request, render(error, endpoint, incoming, context));
+      }
+      try {
+        answer = await handler(incoming, context);
+        if (!(answer instanceof Response) && request.method === "HEAD") answer = { ...answer, body: null };
+      } catch (error) {
+        answer = render(error, endpoint, incoming, context);
+      }
+    }
     if (answer instanceof Response) return answer;
     if (endpoint?.cors && cors !== null) {
       const origin = request.headers.get("origin");
@@ -79,35 +106,11 @@ export function createRouter(
     return respond(request, answer);
   };
 
-  async function route(incoming: Incoming): Promise<{ answer: ResponseParts | Response; endpoint?: Endpoint }> {
-    const { request, target } = incoming;
+  function endpointOf(target: string): Endpoint | undefined {
     const path = pathOf(target);
     let endpoint = routes.get(path);
     if (endpoint === undefined && path === specPath && context.specAddresses) endpoint = specEndpoint(target);
-    if (endpoint === undefined || (endpoint === AUTHORIZE && !context.authenticateUser)) return { answer: notFound() };
-    // A preflight is answered here and goes no further: OPTIONS never spends a code or a token.
-    if (request.method === "OPTIONS" && endpoint.cors && cors !== null) {
-      return { answer: preflight(request.headers.get("origin"), Object.keys(endpoint.methods), cors) };
-    }
-    const method = request.method === "HEAD" ? "GET" : request.method;
-    // An own-property look-up: a method named "constructor" or "toString" must not reach Object.prototype.
-    const handler = Object.hasOwn(endpoint.methods, method) ? endpoint.methods[method as "GET" | "POST"] : undefined;
-    if (handler === undefined) {
-      const allow = Object.keys(endpoint.methods).join(", ");
-      const error = new OAuthError("invalid_request", {
-        description: `Method ${printable(request.method)} is not allowed here`,
-        status: 405,
-        headers: { allow },
-      });
-      return { answer: render(error, endpoint, incoming, context) };
-    }
-    try {
-      const answer = await handler(incoming, context);
-      if (answer instanceof Response || request.method !== "HEAD") return { answer, endpoint };
-      return { answer: { ...answer, body: null }, endpoint };
-    } catch (error) {
-      return { answer: render(error, endpoint, incoming, context), endpoint };
-    }
+    return endpoint === undefined || (endpoint === AUTHORIZE && !context.authenticateUser) ? undefined : endpoint;
   }
 }
 
