@@ -59,19 +59,21 @@ export function targetProblem(target: string): string | null {
   if (!target.startsWith("/")) return "The request target must be a path";
   // "//host/…" would read as an authority to anything resolving it against a base URL.
   if (target.startsWith("//")) return "The request target must not start with //";
-  let end = 0;
-  let dotted = false; // a "." or "%" in the path: only then can it hold a dot segment
-  for (; end < target.length; end++) {
-    const c = target.charCodeAt(end);
-    if (c === 0x3f || c === 0x23) break; // "?" or "#"
-    if (c === 0x2e || c === 0x25) dotted = true;
+  // One scan, segment by segment: only a segment of at most 6 characters that starts with "." or "%" can be a
+  // dot segment (".", "..", "%2e", ".%2e", "%2e.", "%2e%2e" in any case), and only such a one is decoded.
+  let start = 1;
+  for (let i = 1; ; i++) {
+    const c = i < target.length ? target.charCodeAt(i) : 0x3f;
+    if (c === 0x2f || c === 0x3f || c === 0x23) { // "/", or the path ends at "?", "#" or the end
+      const first = target.charCodeAt(start);
+      if (i - start <= 6 && i > start && (first === 0x2e || first === 0x25)) {
+        const decoded = target.slice(start, i).replace(/%2e/gi, ".");
+        if (decoded === "." || decoded === "..") return "The request target must not hold dot segments";
+      }
+      if (c !== 0x2f) return null;
+      start = i + 1;
+    }
   }
-  if (!dotted) return null;
-  for (const segment of target.slice(0, end).split("/")) {
-    const decoded = segment.replace(/%2e/gi, ".");
-    if (decoded === "." || decoded === "..") return "The request target must not hold dot segments";
-  }
-  return null;
 }
 
 /** The origin form of a target: an absolute-form `http(s)://authority/path?query` becomes `/path?query`. */
