@@ -218,9 +218,12 @@ export async function serveNode(app: FetchApp, options: ServeNodeOptions): Promi
   } = options;
   const listener = toNodeListener(app, listenerOptions);
   // Responses in flight, so that close() can end their connections after them instead of keeping them alive.
-  // Finished ones are swept out in batches rather than each by a "close" listener: a listener per response
-  // is a measurable share of a token request.
-  const active = new Set<ServerResponse>();
+  // A plain list without a "close" listener per response (a measurable share of a token request), swept once
+  // it holds twice what is still in flight, so that a finished response is let go soon. Held for up to 1,024
+  // requests in a Set, responses cost about 12 % more instructions per token request (valgrind, 8,000
+  // requests): they outlived young-generation collections, and a Set gives each one an identity hash.
+  let active: ServerResponse[] = [];
+  let sweepAt = 64;
   let closing: Promise<void> | undefined;
   const server = createServer({
     headersTimeout,
@@ -230,8 +233,11 @@ export async function serveNode(app: FetchApp, options: ServeNodeOptions): Promi
     connectionsCheckingInterval: 1_000,
   }, (req, res) => {
     if (closing === undefined) {
-      if (active.size >= 1024) for (const done of active) if (finished(done)) active.delete(done);
-      active.add(res);
+      if (active.length >= sweepAt) {
+        active = active.filter((each) => !finished(each));
+        sweepAt = Math.max(64, 2 * active.length);
+      }
+      active.push(res);
     } else {
       res.shouldKeepAlive = false;
     }

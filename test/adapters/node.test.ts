@@ -461,6 +461,29 @@ describe("serveNode", () => {
     }
   });
 
+  it("still knows a request in flight after hundreds of others came and went", async () => {
+    let release = (): void => {};
+    const held = new Promise<void>((resolve) => (release = resolve));
+    const served = await serveNode(handleApp(async (req) => {
+      if (req.target === "/hold") await held;
+      return text("ok");
+    }), { port: 0 });
+    const agent = new Agent({ keepAlive: true, maxSockets: 4 });
+    try {
+      const inFlight = send(served.port, "/hold", { agent });
+      await delay(20);
+      // Finished responses are swept out of the in-flight set as it fills; the held one must stay in it.
+      for (let i = 0; i < 300; i++) expect((await send(served.port, "/", { agent })).status).toBe(200);
+      const closed = served.close();
+      release();
+      const reply = await inFlight;
+      expect(reply.headers.connection).toBe("close");
+      await closed;
+    } finally {
+      agent.destroy();
+    }
+  });
+
   it("closes when its signal aborts", async () => {
     const controller = new AbortController();
     const served = await serveNode(slowApp, { port: 0, signal: controller.signal });
