@@ -135,19 +135,21 @@ function buildForNode(): void {
 }
 
 /** The command that runs a TypeScript file of this folder on a runtime. */
-function command(runtime: Runtime, file: string, args: string[]): [string, string[]] {
+function command(runtime: Runtime, file: string, args: string[], exposeGc = false): [string, string[]] {
   const path = join(HERE, file);
   if (runtime === "node") {
     const profile = options.profile ? ["--cpu-prof", `--cpu-prof-dir=${PROFILES}`] : [];
+    if (exposeGc) profile.push("--expose-gc");
     if (options.nodeTsx) return [process.execPath, ["--import", "tsx", ...profile, path, ...args]];
     return [process.execPath, [...profile, join(BUILD, file.replace(/\.ts$/, ".js")), ...args]];
   }
-  if (runtime === "deno") return [BIN.deno, ["run", "--allow-net", path, ...args]];
+  if (runtime === "deno") return [BIN.deno, ["run", "--allow-net", ...(exposeGc ? ["--v8-flags=--expose-gc"] : []), path, ...args]];
   return [BIN.bun, [path, ...args]];
 }
 
-function start(runtime: Runtime, file: string, args: string[]): ChildProcess {
-  const [cmd, argv] = command(runtime, file, args);
+/** Starts a bench entry point; `exposeGc` lets it collect garbage on demand (the stored servers, once filled). */
+function start(runtime: Runtime, file: string, args: string[], exposeGc = false): ChildProcess {
+  const [cmd, argv] = command(runtime, file, args, exposeGc);
   const child = spawn(cmd, argv, { cwd: ROOT, stdio: ["ignore", "pipe", "inherit"] });
   children.add(child);
   child.once("exit", () => children.delete(child));
@@ -416,7 +418,7 @@ const INTROSPECTION_AUTH = `client_id=bench-backend&client_secret=${encodeURICom
  * between runs, so the port under load serves the token endpoint (and the resource port the Bearer check) only.
  */
 async function storedServer(runtime: Runtime, stored: number, scenarios: StoredScenario[]): Promise<StoredServer> {
-  const child = start(runtime, SERVE_FILE[runtime], ["--mode", "stored", "--stored", String(stored)]);
+  const child = start(runtime, SERVE_FILE[runtime], ["--mode", "stored", "--stored", String(stored)], true);
   try {
     // Pre-filling 1M records takes seconds; 30 s per million more than the usual start-up allows.
     const ready = await firstLine<ReadyLine>(child, 60_000 + stored * 0.03);
