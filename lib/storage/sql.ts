@@ -11,9 +11,10 @@
  *
  * Atomicity without interactive transactions (they do not survive pgbouncer, HTTP drivers or D1):
  * - The verb that decides a race is one statement. PostgreSQL redeems a code, checks the grant, and stores the
- *   tokens in one `WITH won AS (UPDATE … RETURNING …) INSERT … SELECT … FROM won`. SQLite runs one statement at
- *   a time, so `UPDATE … RETURNING` picks the one winner, and the winner's grant and tokens follow in one more
- *   statement (a trigger on `oauth_issue`).
+ *   tokens in one `WITH won AS (UPDATE … RETURNING …) INSERT … SELECT … FROM won`. SQLite has no data-modifying
+ *   `WITH`, so the same statement is an INSERT into a carrier table whose trigger stores the grant and tokens
+ *   only while the code or token is still winnable, then marks it (migration 3); SQLite runs one statement at a
+ *   time, so exactly one caller wins, in one commit.
  * - Revoking a grant first turns its row into a tombstone (`revoked_at`), in one statement; every later write
  *   for that grant is conditioned on the tombstone's absence, and every token lookup checks it too, so a
  *   token written by a racing request never works. Deleting the members follows as clean-up.
@@ -107,8 +108,6 @@ class Params {
 }
 
 const num = (value: unknown): number => Number(value);
-const optional = <T>(value: unknown, map: (v: unknown) => T): T | undefined =>
-  value === null || value === undefined ? undefined : map(value);
 const jsonArray = (value: unknown): string[] => JSON.parse(String(value)) as string[];
 
 /**
@@ -403,23 +402,42 @@ export class SqlStorage implements Storage {
     return rows[0];
   }
 
-  /** `UPDATE … RETURNING` picks the winner; its inserts are then conditioned on the grant being live. */
+  /** One statement (the `oauth_redeem` trigger, migration 3) marks the code and stores the winner's tokens. */
   private async redeemSqlite(hash: string, tokens: IssuedTokens, now: number): Promise<SqlRow | undefined> {
+    return await this.exchangeSqlite("oauth_redeem", "code", hash, null, tokens, now, "oauth_codes", CODE_COLUMNS);
+  }
+
+  /**
+   * SQLite's redemption or rotation: one INSERT into a carrier table whose trigger (migration 3) stores the
+   * grant and tokens only for the winner and then marks the code or token; then one read of the row and of
+   * whether this caller's access token was stored (it was only if this caller won).
+   */
+  private async exchangeSqlite(
+    carrier: string, keyColumn: string, key: string, grace: number | null, tokens: IssuedTokens, now: number,
+    from: string, columns: string,
+  ): Promise<SqlRow | undefined> {
+    const { access: a, refresh: r } = tokens;
     const p = this.params();
-    const at = p.int(now);
-    const won = await this.run(
-      `UPDATE oauth_codes SET redeemed_at = ${at}
-       WHERE hash = ${p.text(hash)} AND redeemed_at IS NULL AND expires_at > ${at}
-       RETURNING ${CODE_COLUMNS}`,
+    const values = [
+      p.text(key), p.int(grace), p.int(now), p.int(latestExpiry(tokens)),
+      p.text(a.hash), p.text(a.client_id), p.text(a.user_id), p.text(a.scope), p.json(a.resource), p.text(a.grant_id),
+      p.int(a.expires_at),
+      p.text(r?.hash), p.text(r?.grant_id), p.text(r?.client_id), p.text(r?.user_id), p.text(r?.scope), p.json(r?.resource),
+      p.int(r?.expires_at),
+    ];
+    await this.run(
+      `INSERT INTO ${carrier} (${keyColumn}, grace, now, g_expires, a_hash, a_client, a_user, a_scope, a_resource, a_grant,
+         a_expires, r_hash, r_grant, r_client, r_user, r_scope, r_resource, r_expires) VALUES (${values.join(", ")})`,
       p.values,
     );
-    const row = won[0];
-    if (!row) return undefined;
-    const grant: IssueGrant = {
-      id: String(row.grant_id), client: String(row.client_id), user: String(row.user_id), scope: String(row.scope),
-      resource: optional(row.resource, String), now, expires: latestExpiry(tokens),
-    };
-    return (await this.issueSqlite(tokens, grant, true)) ? row : undefined;
+    const q = this.params();
+    const rows = await this.run(
+      `SELECT ${columns}, EXISTS (SELECT 1 FROM oauth_access_tokens WHERE hash = ${q.text(a.hash)}) AS stored
+       FROM ${from} WHERE hash = ${q.text(key)}`,
+      q.values,
+    );
+    const row = rows[0];
+    return row && num(row.stored) === 1 ? row : undefined;
   }
 
   /**
@@ -458,10 +476,9 @@ export class SqlStorage implements Storage {
 
   /**
    * SQLite: stores a grant (created, or refreshed unless revoked) and tokens in one statement, through the
-   * `oauth_issue` trigger (migration 2); tokens of a revoked grant are dropped. With `check`, reads back
-   * whether the access token was stored.
+   * `oauth_issue` trigger (migration 2); tokens of a revoked grant are dropped.
    */
-  private async issueSqlite(tokens: IssuedTokens, grant: IssueGrant, check: boolean): Promise<boolean> {
+  private async issueSqlite(tokens: IssuedTokens, grant: IssueGrant): Promise<void> {
     const { access: a, refresh: r } = tokens;
     const p = this.params();
     const values = [
@@ -478,9 +495,6 @@ export class SqlStorage implements Storage {
          r_expires) VALUES (${values.join(", ")})`,
       p.values,
     );
-    if (!check) return true;
-    const q = this.params();
-    return (await this.run(`SELECT 1 AS stored FROM oauth_access_tokens WHERE hash = ${q.text(a.hash)}`, q.values)).length > 0;
   }
 
   // -------------------------------------------------------------------------------------------------------
@@ -517,7 +531,7 @@ export class SqlStorage implements Storage {
         id: refresh.grant_id, client: refresh.client_id, user: refresh.user_id, scope: refresh.scope,
         resource: json(refresh.resource), now, expires: latestExpiry(tokens),
       };
-      await this.issueSqlite(tokens, grant, false);
+      await this.issueSqlite(tokens, grant);
     }
     await this.touchClient(tokens.access.client_id, now);
   }
@@ -575,13 +589,8 @@ export class SqlStorage implements Storage {
       );
       row = rows[0];
     } else {
-      row = (await this.run(update, p.values))[0];
-      if (!row) return null;
-      const grant: IssueGrant = {
-        id: String(row.grant_id), client: String(row.client_id), user: optional(row.user_id, String),
-        scope: String(row.scope), resource: optional(row.resource, String), now, expires: latestExpiry(next),
-      };
-      if (!(await this.issueSqlite(next, grant, true))) return null;
+      row = await this.exchangeSqlite("oauth_rotate", "old", hash, graceMs > 0 ? now - graceMs : null, next, now,
+        "oauth_refresh_tokens", REFRESH_COLUMNS);
     }
     if (!row) return null;
     const old = refreshRecord(row);
