@@ -114,3 +114,80 @@ test("a large store keeps every record findable, deletable and counted while its
   await store.revokeClientGrants("x");
   for (let i = 0; i < 4106; i++) expect(await store.findAccessToken(`x-${i}`, now)).toBeNull();
 });
+
+// Edges of the in-memory store that mutation testing (issue 15 item 12) found no test held.
+describe("memoryStorage edges", () => {
+  const at = (start: number) => {
+    const clock = { now: start };
+    return { clock, store: memoryStorage({ clock: () => clock.now, sweepInterval: 1000 }) };
+  };
+  const code = (hash: string, grant: string, expires_at: number) =>
+    ({ hash, grant_id: grant, client_id: "c", user_id: "u", redirect_uri: "https://a.example/cb", scope: "read", expires_at });
+  const pair = (n: string, grant: string, expires_at: number, refresh_expires = expires_at) => ({
+    access: { hash: `at-${n}`, client_id: "c", user_id: "u", scope: "read", grant_id: grant, expires_at },
+    refresh: { hash: `rt-${n}`, client_id: "c", user_id: "u", scope: "read", grant_id: grant, expires_at: refresh_expires },
+  });
+
+  test("a limit below 1 still keeps the code just saved, and so does a limit whose oldest code is the new one", async () => {
+    const { store } = at(1_000_000);
+    await store.saveCode(code("a", "ga", 1_600_000), 0);
+    expect(await store.findCode("a", 1_000_000)).not.toBeNull();
+    await store.saveCode(code("b", "gb", 1_500_000), 1);
+    // "b" expires before "a", yet it is the one just saved: "a" goes.
+    expect([await store.findCode("a", 1_000_000), (await store.findCode("b", 1_000_000))?.hash]).toEqual([null, "b"]);
+  });
+
+  test("without a grace window, a clock that went back does not let a rotated token rotate again", async () => {
+    const { store } = at(1_000_000);
+    await store.saveTokens(pair("1", "g", 9_000_000), 1_000_000);
+    expect(await store.rotateRefreshToken("rt-1", pair("2", "g", 9_000_000), 1_005_000)).not.toBeNull();
+    expect(await store.rotateRefreshToken("rt-1", pair("3", "g", 9_000_000), 1_000_000, 0)).toBeNull();
+  });
+
+  test("a grace retry is refused once the successor has expired", async () => {
+    const { store } = at(1_000_000);
+    await store.saveTokens(pair("1", "g", 9_000_000), 1_000_000);
+    // A successor that lives 2 s (as a store may hold one whose expiry was cut short).
+    expect(await store.rotateRefreshToken("rt-1", pair("2", "g", 9_000_000, 1_002_000), 1_000_000, 10_000)).not.toBeNull();
+    expect(await store.rotateRefreshToken("rt-1", pair("3", "g", 9_000_000), 1_001_000, 10_000)).not.toBeNull();
+    expect(await store.rotateRefreshToken("rt-1", pair("4", "g", 9_000_000), 1_002_000, 10_000)).toBeNull();
+  });
+
+  test("last_used_at is written again exactly one minute later", async () => {
+    const { store } = at(1_000_000);
+    await store.saveClient({ client_id: "c", name: "C", type: "confidential", redirect_uris: [], scopes: ["read"], grant_types: ["client_credentials"], client_credentials_refresh_token: false, active: true, created_at: 0 });
+    const own = (n: string) => ({ access: { hash: `own-${n}`, client_id: "c", scope: "read", expires_at: 9_000_000 } });
+    await store.saveTokens(own("1"), 1_000_000);
+    await store.saveTokens(own("2"), 1_059_999);
+    expect((await store.getClient("c"))?.last_used_at).toBe(1_000_000);
+    await store.saveTokens(own("3"), 1_060_000);
+    expect((await store.getClient("c"))?.last_used_at).toBe(1_060_000);
+  });
+
+  test("a listed grant without an audience has no resource member", async () => {
+    const { store } = at(1_000_000);
+    await store.saveCode(code("k", "g", 1_600_000));
+    expect(await store.redeemCode("k", pair("1", "g", 4_600_000), 1_000_000)).not.toBeNull();
+    const [grant] = await store.listGrants("u", 1_000_000);
+    expect(grant && Object.keys(grant).sort()).toEqual(["client_id", "created_at", "expires_at", "grant_id", "last_used_at", "scope", "user_id"]);
+  });
+
+  test("a grant outlives its code: swept after the code expired, revoking it still removes its tokens", async () => {
+    const { clock, store } = at(1_000_000);
+    await store.saveCode(code("k", "g", 1_600_000));
+    await store.redeemCode("k", pair("1", "g", 4_600_000, 90_000_000), 1_000_000);
+    clock.now = 10_000_000; // the code and the access token are long expired, and every write sweeps
+    for (let i = 0; i < 5; i++) await store.markOnce(`m-${i}`, clock.now + 1000, clock.now);
+    await store.revokeGrant("g");
+    expect(await store.findRefreshToken("rt-1", clock.now)).toBeNull();
+  });
+
+  test("the tombstone of a grant revoked before it was seen lasts a sweep interval", async () => {
+    const { clock, store } = at(10_000);
+    await store.revokeGrant("early");
+    clock.now = 10_500; // a sweep runs at this write, halfway through the tombstone's life
+    await store.markOnce("m", 20_000, clock.now);
+    await store.saveTokens(pair("late", "early", 9_000_000), clock.now);
+    expect(await store.findAccessToken("at-late", clock.now)).toBeNull();
+  });
+});
