@@ -1,9 +1,9 @@
 // Code redemption edges that mutation testing (issue 15 item 12) showed no test held: the loser of a concurrent
 // redemption. Through `server.fetch`, with the store injected as any deployment injects one, so vitest, bun and
 // deno run it.
-import { expect, test } from "vitest";
+import { describe, expect, test } from "vitest";
 import type { AuditEvent } from "../mod.ts";
-import { errorOf, fixture, postToken, REDIRECT, SECRETS, webCode } from "./helpers.ts";
+import { errorOf, fixture, pkce, postToken, REDIRECT, SECRETS, webCode } from "./helpers.ts";
 
 /** Holds every caller until `count` of them arrived, then lets them all go on together. */
 function barrier(count: number): () => Promise<void> {
@@ -41,4 +41,45 @@ test("two concurrent redemptions of one code: both read it unspent, one wins, th
   expect(events.filter((e) => e.type === "code.replayed")).toEqual([
     expect.objectContaining({ client_id: "web", user_id: "alice", grant_id: expect.any(String) }),
   ]);
+});
+
+describe("a code exchange that lacks a field says which", () => {
+  const exchange = (server: Awaited<ReturnType<typeof fixture>>["server"], fields: Record<string, string>) =>
+    postToken(server, { grant_type: "authorization_code", ...fields });
+
+  test.each([
+    ["code", { client_id: "web", client_secret: SECRETS.web, redirect_uri: REDIRECT }, "The code parameter is required"],
+    ["redirect_uri", { client_id: "web", client_secret: SECRETS.web, code: "x" }, "The redirect_uri parameter is required"],
+    ["code_verifier (a public client)", { client_id: "spa", code: "x", redirect_uri: REDIRECT }, "The code_verifier parameter is required"],
+  ])("no %s: invalid_request", async (_, fields, description) => {
+    const { server } = await fixture();
+    expect(await errorOf(await exchange(server, fields))).toEqual({ status: 400, error: "invalid_request", description });
+  });
+
+  test("a malformed code_verifier: invalid_request saying so, before the code is looked at", async () => {
+    const { server } = await fixture();
+    expect(await errorOf(await exchange(server, { client_id: "spa", code: "x", redirect_uri: REDIRECT, code_verifier: "short" })))
+      .toEqual({ status: 400, error: "invalid_request", description: "The code_verifier is malformed" });
+  });
+
+  test("a confidential client's code issued with a challenge: the verifier is required", async () => {
+    const { server } = await fixture();
+    const { challenge } = await pkce();
+    const code = await webCode(server, { code_challenge: challenge, code_challenge_method: "S256" });
+    expect(await errorOf(await exchange(server, { client_id: "web", client_secret: SECRETS.web, code, redirect_uri: REDIRECT })))
+      .toEqual({ status: 400, error: "invalid_request", description: "The code_verifier parameter is required" });
+  });
+});
+
+test("client_credentials: the refresh opt-in without the refresh_token grant issues no refresh token", async () => {
+  const events: AuditEvent[] = [];
+  const { server } = await fixture({ onEvent: (event) => events.push(event) });
+  await server.clients.register({
+    client_id: "opt-in-only", client_secret: SECRETS.backend, name: "Opt-in only", type: "confidential", scopes: ["export"],
+    grant_types: ["client_credentials"], client_credentials_refresh_token: true,
+  });
+  const body = await (await postToken(server, { grant_type: "client_credentials", scope: "export", client_id: "opt-in-only", client_secret: SECRETS.backend })).json();
+  expect([typeof body.access_token, body.refresh_token]).toEqual(["string", undefined]);
+  // Without a refresh token there is no grant, so the event names none.
+  expect(events.filter((e) => e.type === "token.issued")).toEqual([{ type: "token.issued", time: expect.any(Number), client_id: "opt-in-only" }]);
 });
