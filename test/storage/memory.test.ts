@@ -172,6 +172,14 @@ describe("memoryStorage edges", () => {
     expect(grant && Object.keys(grant).sort()).toEqual(["client_id", "created_at", "expires_at", "grant_id", "last_used_at", "scope", "user_id"]);
   });
 
+  test("more tokens saved into a listed grant leave its record as it was (created once)", async () => {
+    const { store } = at(1_000_000);
+    await store.saveTokens(pair("1", "g", 4_600_000), 1_000_000);
+    await store.saveTokens(pair("2", "g", 4_600_000), 1_200_000);
+    const [grant] = await store.listGrants("u", 1_200_000);
+    expect([grant?.created_at, grant?.last_used_at]).toEqual([1_000_000, 1_000_000]);
+  });
+
   test("a grant outlives its code: swept after the code expired, revoking it still removes its tokens", async () => {
     const { clock, store } = at(1_000_000);
     await store.saveCode(code("k", "g", 1_600_000));
