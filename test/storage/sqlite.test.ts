@@ -55,3 +55,37 @@ test("storage stays bounded under steady load: purgeExpired removes what expired
   expect(Math.max(...counts.slice(5))).toBeLessThanOrEqual(3 * 40 * 6);
   expect(counts.at(-1)).toBeLessThan(issued / 8);
 });
+
+test("a code redemption and a refresh rotation each write in one statement (one commit); so does an access token alone", async () => {
+  const executor = openSqlite(":memory:");
+  const writes: string[] = [];
+  const store = sqlStorage({
+    dialect: "sqlite",
+    query: (text, params) => {
+      if (!/^\s*SELECT/i.test(text)) writes.push(text);
+      return executor.query(text, params);
+    },
+  });
+  const now = Date.now();
+  const expires = now + 60_000;
+  const tokens = (n: number) => ({
+    access: { hash: `a${n}`, client_id: "c", user_id: "u", scope: "read", grant_id: "g", expires_at: expires },
+    refresh: { hash: `r${n}`, grant_id: "g", client_id: "c", user_id: "u", scope: "read", expires_at: expires },
+  });
+  const code = (hash: string) => ({ hash, grant_id: "g", client_id: "c", user_id: "u", redirect_uri: "https://c.example/cb", scope: "read", expires_at: expires });
+  // The first use of a client also writes its last_used_at (at most once a minute): let that happen first.
+  await store.saveCode(code("k0"));
+  expect(await store.redeemCode("k0", tokens(0), now)).not.toBeNull();
+  await store.saveCode(code("k1"));
+  writes.length = 0;
+  expect(await store.redeemCode("k1", tokens(1), now)).not.toBeNull();
+  expect(writes).toHaveLength(1);
+  writes.length = 0;
+  expect(await store.rotateRefreshToken("r1", tokens(2), now)).not.toBeNull();
+  expect(writes).toHaveLength(1);
+  writes.length = 0;
+  await store.saveTokens({ access: { hash: "a3", client_id: "c", scope: "read", expires_at: expires } }, now);
+  expect(writes).toHaveLength(1);
+  expect(await store.findAccessToken("a2", now)).not.toBeNull();
+  expect(await store.findAccessToken("a3", now)).not.toBeNull();
+});
