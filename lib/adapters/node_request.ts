@@ -35,6 +35,8 @@ export interface NodeIncomingMessage {
   resume?(): unknown;
   /** What is buffered, at once (paused mode). */
   read?(): unknown;
+  /** Puts a chunk taken by `read()` back in front of the buffer. */
+  unshift?(chunk: Uint8Array | string): unknown;
 }
 
 const EMPTY_BYTES = new Uint8Array(0);
@@ -151,7 +153,12 @@ class NodeRequest {
     // returns exactly these bytes (in flowing mode it would return only the first chunk).
     if (req.readableLength !== length || req.readableFlowing === true || req.readableEnded || req.destroyed) return undefined;
     const chunk = req.read?.();
-    if (!(chunk instanceof Uint8Array) || chunk.byteLength !== length) return undefined;
+    if (!(chunk instanceof Uint8Array) || chunk.byteLength !== length) {
+      // Not what a paused Node stream holding the whole body returns (another runtime's node:http may differ):
+      // give it back, and let the usual path read it all.
+      if (chunk !== null && chunk !== undefined) req.unshift?.(chunk as Uint8Array | string);
+      return undefined;
+    }
     this.#bytes = chunk;
     return utf8(chunk);
   }
