@@ -4,7 +4,7 @@ import { describe, expect, test } from "vitest";
 import type { AuditEvent } from "../mod.ts";
 import type { Throttle } from "../lib/throttle.ts";
 import { basic } from "./token_helpers.ts";
-import { errorOf, fixture, SECRETS, TOKEN_URL } from "./helpers.ts";
+import { errorOf, fixture, ISSUER, SECRETS, spaTokens, TOKEN_URL } from "./helpers.ts";
 
 /** A token request, optionally from a socket peer (the `info` Deno.serve passes). */
 const post = (server: Awaited<ReturnType<typeof fixture>>["server"], fields: Record<string, string>, headers: Record<string, string> = {}, peer?: string) =>
@@ -133,4 +133,15 @@ describe("the throttle's keys and its audit event", () => {
       { type: "request.throttled", time: expect.any(Number), client_id: "c".repeat(255), reason: "client_auth", address: "192.0.2.7" },
     ]);
   });
+});
+
+test("a public client cannot introspect, even its own token: introspection needs a secret", async () => {
+  const { server } = await fixture();
+  const { access_token } = await spaTokens(server);
+  const response = await server.fetch(new Request(`${ISSUER}/introspect`, {
+    method: "POST",
+    headers: { "content-type": "application/x-www-form-urlencoded" },
+    body: new URLSearchParams({ client_id: "spa", token: access_token }).toString(),
+  }));
+  expect(await errorOf(response)).toMatchObject({ status: 401, error: "invalid_client" });
 });

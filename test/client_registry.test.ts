@@ -10,6 +10,9 @@ const base: ClientRegistration = { client_id: "c", name: "C", type: "confidentia
 describe("a registration is refused with a message naming the problem", () => {
   test.each<[string, unknown, RegExp]>([
     ["not an object", null, /the registration must be an object/],
+    ["a string", "c", /the registration must be an object/],
+    ["a name that is not a string", { ...base, name: 5 }, /"name" is required for client "c"/],
+    ["a secret that is not a string", { ...base, client_secret: 12345678901234567890 }, /the secret of client "c" must be at least 16 characters/],
     ["a redirect URI that is not a string", { ...base, redirect_uris: [5] }, /redirect URIs must be strings/],
     ["a client_id with a control character first", { ...base, client_id: "\u0001abc" }, /"client_id" must be 1-255 visible ASCII/],
     ["a client_id with a control character last", { ...base, client_id: "abc\u0001" }, /"client_id" must be 1-255 visible ASCII/],
@@ -77,4 +80,11 @@ test("pause, resume and delete of an unknown client report nothing and change no
   expect(await server.clients.resume("web")).toMatchObject({ active: true });
   expect(await server.clients.delete("web")).toBe(true);
   expect(events.map((e) => [e.type, e.client_id])).toEqual([["client.paused", "web"], ["client.resumed", "web"], ["client.deleted", "web"]]);
+});
+
+test("what is not given is absent: no default_scope member, and no client_secret for a public client", async () => {
+  const { server } = await fixture();
+  const registered = await server.clients.register({ client_id: "p", name: "P", type: "public", redirect_uris: [REDIRECT], scopes: ["read"] });
+  expect(Object.keys(registered)).toEqual(["client"]);
+  expect("default_scope" in registered.client).toBe(false);
 });

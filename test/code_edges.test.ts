@@ -3,7 +3,7 @@
 // deno run it.
 import { describe, expect, test } from "vitest";
 import type { AuditEvent } from "../mod.ts";
-import { errorOf, fixture, pkce, postToken, REDIRECT, SECRETS, webCode } from "./helpers.ts";
+import { errorOf, fixture, pkce, postToken, REDIRECT, SECRETS, spaTokens, webCode } from "./helpers.ts";
 
 /** Holds every caller until `count` of them arrived, then lets them all go on together. */
 function barrier(count: number): () => Promise<void> {
@@ -82,4 +82,55 @@ test("client_credentials: the refresh opt-in without the refresh_token grant iss
   expect([typeof body.access_token, body.refresh_token]).toEqual(["string", undefined]);
   // Without a refresh token there is no grant, so the event names none.
   expect(events.filter((e) => e.type === "token.issued")).toEqual([{ type: "token.issued", time: expect.any(Number), client_id: "opt-in-only" }]);
+});
+
+describe("grant errors say what went wrong", () => {
+  test("an unknown code, a PKCE downgrade and a scope the client lost", async () => {
+    const { server } = await fixture();
+    const exchange = (fields: Record<string, string>) => postToken(server, { grant_type: "authorization_code", client_id: "web", client_secret: SECRETS.web, redirect_uri: REDIRECT, ...fields });
+    expect(await errorOf(await exchange({ code: "unknown" })))
+      .toEqual({ status: 400, error: "invalid_grant", description: "The authorization code is invalid or has expired" });
+    const { verifier } = await pkce();
+    expect(await errorOf(await exchange({ code: await webCode(server), code_verifier: verifier })))
+      .toEqual({ status: 400, error: "invalid_request", description: "A code_verifier was sent for a code issued without code_challenge" });
+    const code = await webCode(server);
+    await server.clients.register({ client_id: "web", client_secret: SECRETS.web, name: "Web app", type: "confidential", redirect_uris: [REDIRECT], scopes: ["write"] });
+    expect(await errorOf(await exchange({ code })))
+      .toEqual({ status: 400, error: "invalid_scope", description: "The scope is no longer allowed for this client" });
+  });
+
+  test("a refresh without a token, and one whose scope the client lost", async () => {
+    const { server } = await fixture();
+    expect(await errorOf(await postToken(server, { grant_type: "refresh_token", client_id: "spa" })))
+      .toEqual({ status: 400, error: "invalid_request", description: "The refresh_token parameter is required" });
+    expect(await errorOf(await postToken(server, { grant_type: "refresh_token", client_id: "spa", refresh_token: "unknown" })))
+      .toEqual({ status: 400, error: "invalid_grant", description: "The refresh token is invalid, expired or revoked" });
+    const { refresh_token } = await spaTokens(server);
+    await server.clients.register({ client_id: "spa", name: "Single-page app", type: "public", redirect_uris: [REDIRECT], scopes: ["write"] });
+    expect(await errorOf(await postToken(server, { grant_type: "refresh_token", client_id: "spa", refresh_token })))
+      .toEqual({ status: 400, error: "invalid_scope", description: "The scope is no longer allowed for this client" });
+  });
+
+  test("a replay by the code's own client is reported with the grant it revoked", async () => {
+    const events: AuditEvent[] = [];
+    const { server } = await fixture({ onEvent: (event) => events.push(event) });
+    const code = await webCode(server);
+    const fields = { grant_type: "authorization_code", client_id: "web", client_secret: SECRETS.web, redirect_uri: REDIRECT, code };
+    expect((await postToken(server, fields)).status).toBe(200);
+    const grant = events.find((e) => e.type === "code.redeemed")!.grant_id;
+    expect(await errorOf(await postToken(server, fields))).toEqual({ status: 400, error: "invalid_grant", description: "The authorization code was already used" });
+    expect(events.filter((e) => e.type === "code.replayed")).toEqual([{ type: "code.replayed", time: expect.any(Number), client_id: "web", user_id: "alice", grant_id: grant }]);
+  });
+});
+
+test("a spent code without a challenge, replayed after its client became public, is refused without a 500 and revokes nothing", async () => {
+  const { server } = await fixture();
+  const code = await webCode(server);
+  const tokens = await (await postToken(server, { grant_type: "authorization_code", client_id: "web", client_secret: SECRETS.web, redirect_uri: REDIRECT, code })).json();
+  // Re-registered as a public client: it can prove itself only by the code's verifier, and this code has no challenge.
+  await server.clients.register({ client_id: "web", name: "Web app", type: "public", redirect_uris: [REDIRECT], scopes: ["read"] });
+  const { verifier } = await pkce();
+  const replay = await postToken(server, { grant_type: "authorization_code", client_id: "web", redirect_uri: REDIRECT, code, code_verifier: verifier });
+  expect(await errorOf(replay)).toEqual({ status: 400, error: "invalid_grant", description: "The authorization code was already used" });
+  await expect(server.verifyAuthorization(`Bearer ${tokens.access_token}`)).resolves.toMatchObject({ client_id: "web" });
 });
