@@ -345,9 +345,14 @@ async function withCpu(child: ChildProcess, run: () => Promise<LoadResult>): Pro
 }
 
 async function codes(control: number, n: number): Promise<string[]> {
-  const response = await fetch(`http://127.0.0.1:${control}/codes?n=${n}`);
-  if (!response.ok) throw new Error(`Cannot get codes: ${response.status}`);
-  return (await response.json()) as string[];
+  // In batches: one request for 180k codes outlasts Bun.serve's 10 s idle timeout once the server is fast.
+  const all: string[] = [];
+  while (all.length < n) {
+    const response = await fetch(`http://127.0.0.1:${control}/codes?n=${Math.min(20_000, n - all.length)}`);
+    if (!response.ok) throw new Error(`Cannot get codes: ${response.status}`);
+    all.push(...((await response.json()) as string[]));
+  }
+  return all;
 }
 
 /** One round of one HTTP row, on a fresh server process. */
