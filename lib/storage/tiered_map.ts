@@ -10,7 +10,7 @@
  *
  * Here new keys go to a small `fresh` map. Once it holds 1/16 of what is settled (at least 4096 keys) it is
  * moved, a slice per write, into 64 `settled` maps chosen by the key's last characters (the keys of the large
- * indexes are SHA-256 hashes in base64url, so spread evenly). Lookups try the settled map first, where most keys are. Between moves the settled maps are not written,
+ * indexes are SHA-256 hashes in base64url, so spread evenly). Between moves the settled maps are not written,
  * so a young collection re-scans only the fresh map; the whole settled part is re-scanned about once per
  * 1/16 of growth. A key lives in exactly one map.
  *
