@@ -58,3 +58,22 @@ test("after more than 1024 slots are swept, later slots are still swept and live
     for (let r = 0; r <= round; r++) expect(await store.findAccessToken(`keep-${r}`, now)).not.toBeNull();
   }
 });
+
+test("a mark set again after it expired survives the sweep of its first expiry, and is counted once", async () => {
+  let now = 1_000_000;
+  const store = memoryStorage({ clock: () => now, sweepInterval: 1000 });
+  expect(await store.markOnce("k", now + 1000, now)).toBe(true);
+  now += 1500; // expired, but its expiry slot (1001 s) has not ended: no sweep has visited it yet
+  expect(await store.markOnce("k", now + 100_000, now)).toBe(true);
+  expect(store.size().marks).toBe(1);
+  // The queued first expiry is due; it must not delete the newer mark (the sweep re-checks which mark it holds).
+  now += 1000;
+  expect(await store.purgeExpired(now)).toBe(0);
+  expect(await store.isMarked("k", now)).toBe(true);
+  expect(await store.markOnce("k", now + 200_000, now)).toBe(false);
+  expect(store.size().marks).toBe(1);
+  // Once the newer mark's own expiry is due, the sweep deletes it.
+  now += 200_000;
+  expect(await store.purgeExpired(now)).toBe(1);
+  expect(store.size().marks).toBe(0);
+});
