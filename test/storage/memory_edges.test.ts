@@ -77,3 +77,20 @@ test("a mark set again after it expired survives the sweep of its first expiry, 
   expect(await store.purgeExpired(now)).toBe(1);
   expect(store.size().marks).toBe(0);
 });
+
+test("a token whose hash is stored again after a revocation survives the sweep of the first one's expiry", async () => {
+  let now = 1_000_000;
+  const store = memoryStorage({ clock: () => now, sweepInterval: 1000 });
+  const refresh = (grant_id: string, expires_at: number) => ({ hash: "rt", grant_id, client_id: "c", scope: "read", expires_at });
+  await store.saveTokens({ ...token("at", now + 1000), refresh: refresh("g1", now + 1000) }, now);
+  await store.revokeAccessToken("at");
+  await store.revokeGrant("g1");
+  await store.saveTokens({ ...token("at", now + 100_000), refresh: refresh("g2", now + 100_000) }, now);
+  now += 2500; // the first records' slot (1001 s) has ended
+  await store.purgeExpired(now);
+  expect(await store.findAccessToken("at", now)).not.toBeNull();
+  expect(await store.findRefreshToken("rt", now)).not.toBeNull();
+  now += 200_000;
+  await store.purgeExpired(now);
+  expect(store.size()).toMatchObject({ access: 0, refresh: 0 });
+});
