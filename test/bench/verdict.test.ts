@@ -6,7 +6,8 @@ const row = (over: Partial<VerdictRow>): VerdictRow => ({ section: "in-process",
 
 test.each([
   [[row({})], true, 0, /^bench smoke: PASS: .* 0\.60 of the bare handler/],
-  [[row({ ratio: 0.42 })], true, 1, /^bench smoke: FAIL: .* 0\.42 .* below 0\.50/],
+  [[row({ ratio: 0.42 })], true, 1, /^bench smoke: FAIL: .* 0\.42 .* below 0\.45/],
+  [[row({ ratio: 0.46 })], true, 0, /^bench smoke: PASS: .* 0\.46 .*≥ 0\.45/],
   [[row({}), row({ section: "http", ratio: 0.3 })], true, 0, /^bench smoke: PASS/],
   [[row({}), row({ section: "http", result: { errors: 3 } })], true, 1, /^bench smoke: FAIL: 1 row\(s\) had failed requests/],
   [[row({ section: "http" })], true, 1, /^bench smoke: FAIL: the in-process client_credentials row is missing/],
