@@ -3,19 +3,7 @@
 // deno run it.
 import { describe, expect, test } from "vitest";
 import type { AuditEvent } from "../mod.ts";
-import { errorOf, fixture, pkce, postToken, REDIRECT, SECRETS, spaTokens, webCode } from "./helpers.ts";
-
-/** Holds every caller until `count` of them arrived, then lets them all go on together. */
-function barrier(count: number): () => Promise<void> {
-  let waiting: (() => void)[] = [];
-  return () => new Promise((resolve) => {
-    waiting.push(resolve);
-    if (waiting.length === count) {
-      for (const go of waiting) go();
-      waiting = [];
-    }
-  });
-}
+import { barrier, errorOf, fixture, pkce, postToken, REDIRECT, SECRETS, spaTokens, webCode } from "./helpers.ts";
 
 test("two concurrent redemptions of one code: both read it unspent, one wins, the loser's replay revokes the grant", async () => {
   const events: AuditEvent[] = [];

@@ -166,3 +166,15 @@ export async function errorOf(response: Response): Promise<{ status: number; err
 export function bearer(server: AuthorizationServer, token: string, scope?: string): Promise<AccessTokenInfo> {
   return server.verifyAccessToken(new Request(`${ISSUER}/api`, { headers: { authorization: `Bearer ${token}` } }), scope);
 }
+
+/** Holds every caller until `count` of them arrived, then lets them all go on together. */
+export function barrier(count: number): () => Promise<void> {
+  let waiting: (() => void)[] = [];
+  return () => new Promise((resolve) => {
+    waiting.push(resolve);
+    if (waiting.length === count) {
+      for (const go of waiting) go();
+      waiting = [];
+    }
+  });
+}

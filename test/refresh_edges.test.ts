@@ -3,19 +3,7 @@
 // store injected as any deployment injects one, so vitest, bun and deno run it.
 import { describe, expect, test } from "vitest";
 import type { AuditEvent } from "../mod.ts";
-import { errorOf, type Fixture, fixture, postToken, spaTokens } from "./helpers.ts";
-
-/** Holds every caller until `count` of them arrived, then lets them all go on together. */
-function barrier(count: number): () => Promise<void> {
-  let waiting: (() => void)[] = [];
-  return () => new Promise((resolve) => {
-    waiting.push(resolve);
-    if (waiting.length === count) {
-      for (const go of waiting) go();
-      waiting = [];
-    }
-  });
-}
+import { barrier, errorOf, type Fixture, fixture, postToken, spaTokens } from "./helpers.ts";
 
 const refresh = (f: Fixture, token: string, extra: Record<string, string> = {}) =>
   postToken(f.server, { grant_type: "refresh_token", client_id: "spa", refresh_token: token, ...extra });
