@@ -318,6 +318,10 @@ export class MemoryStorage implements Storage {
     const grant = this.grant(code.grant_id, code.client_id, code.expires_at);
     if (grant.revoked) return Promise.resolve();
     const stored = storedCode(code);
+    // A code stored again under its hash replaces the old one in every index: a pending entry left behind made
+    // the cap's eviction pick a code that is gone (a TypeError in saveCode).
+    const previous = this.codes.get(code.hash);
+    if (previous) this.deleteCode(previous);
     this.codes.set(code.hash, stored);
     grant.codes.add(code.hash);
     this.codeExpiry.add(stored);
@@ -399,7 +403,7 @@ export class MemoryStorage implements Storage {
       if (next.refresh) token.replaced_by = next.refresh.hash;
     }
     this.store(next, now);
-    // Stryker disable next-line ConditionalExpression: a grant holding a live refresh token is always listed (saveTokens and redeemCode list it when they store one; only revoke and the grant's sweep unlist it, and both drop its tokens)
+    // Stryker disable next-line ConditionalExpression: a grant holding a live refresh token is always listed (saveTokens and redeemCode list it when they store one, a rotation stores its successor in the same grant, and only revoke and the grant's sweep unlist it, dropping its tokens)
     if (grant.record) {
       grant.record.last_used_at = now;
       grant.record.expires_at = Math.max(grant.record.expires_at, latestExpiry(next));
@@ -479,7 +483,7 @@ export class MemoryStorage implements Storage {
     let grant: GrantEntry | undefined;
     if (grantId !== undefined) {
       grant = this.grant(grantId, access.client_id, latestExpiry(tokens));
-      // Stryker disable next-line BooleanLiteral: the only caller that reads it, saveTokens, then calls list, which returns at once for a revoked grant
+      // Stryker disable next-line BooleanLiteral: the only caller that reads it, saveTokens, then calls list for the same grant (an issue's tokens share one grant_id), which returns at once for a revoked grant
       if (grant.revoked) return false;
     }
     const a = { ...access };
@@ -564,10 +568,12 @@ export class MemoryStorage implements Storage {
     grant.revoked = true;
     for (const hash of grant.codes) {
       const code = this.codes.get(hash);
+      // Stryker disable next-line ConditionalExpression: always set: a grant's codes are exactly the stored codes of that grant (saveCode and deleteCode keep both in step)
       if (code) this.deleteCode(code);
     }
     for (const hash of grant.access) this.access.delete(hash);
     for (const hash of grant.refresh) this.refresh.delete(hash);
+    // Stryker disable next-line CallExpression: already empty: deleteCode took each code out of this set
     grant.codes.clear();
     grant.access.clear();
     grant.refresh.clear();
@@ -610,7 +616,7 @@ export class MemoryStorage implements Storage {
     this.codes.delete(code.hash);
     // Stryker disable next-line OptionalChaining: a code's grant outlives it: its expiry covers the code's, and a sweep visits codes before grants
     this.grants.get(code.grant_id)?.codes.delete(code.hash);
-    // Stryker disable next-line ConditionalExpression: a redeemed code left the pending index when it was redeemed, so removing it again does nothing
+    // Stryker disable next-line ConditionalExpression: a redeemed code is in no pending set: redeemCode took it out, a code saved redeemed never went in, and saveCode drops the entry of a code it replaces
     if (code.redeemed_at === undefined) removeFrom(this.pendingCodes, pairKey(code.client_id, code.user_id), code.hash);
   }
 

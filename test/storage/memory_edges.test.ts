@@ -344,17 +344,28 @@ describe("grant and client indexes: revocation and listing reach exactly the liv
     expect(await store.findAccessToken("own", T0)).not.toBeNull();
   });
 
-  test("a code stored again under another grant's id: revoking the first grant afterwards is harmless", async () => {
+  test("a code stored again under its hash, in another grant, leaves the first grant's index: revoking that grant spares it", async () => {
     const { store } = clocked();
     await store.saveCode(code("k", "g1", T0 + 60_000));
     await store.saveCode(code("k", "g2", T0 + 60_000));
-    await store.revokeGrant("g2");
-    await store.revokeGrant("g1");
-    expect(await store.findCode("k", T0)).toBeNull();
-    // Stored once more, under a third grant: revoking "g1" again (a tombstone now) leaves it alone.
-    await store.saveCode(code("k", "g3", T0 + 60_000));
     await store.revokeGrant("g1");
     expect(await store.findCode("k", T0)).not.toBeNull();
+    await store.revokeGrant("g2");
+    expect(await store.findCode("k", T0)).toBeNull();
+  });
+
+  test("a code stored again under its hash, for another client or already redeemed, leaves its pending entry (the cap once threw)", async () => {
+    const { store } = clocked();
+    await store.saveCode(code("h", "g1", T0 + 60_000), 1);
+    await store.saveCode({ ...code("h", "g2", T0 + 60_000), client_id: "d" }, 1);
+    await store.saveCode(code("k", "g3", T0 + 60_000), 1);
+    await store.saveCode(code("k2", "g4", T0 + 60_000), 1);
+    expect([await store.findCode("h", T0) !== null, await store.findCode("k", T0), await store.findCode("k2", T0) !== null])
+      .toEqual([true, null, true]);
+    await store.saveCode(code("r", "g5", T0 + 60_000, "w"), 1);
+    await store.saveCode({ ...code("r", "g5", T0 + 60_000, "w"), redeemed_at: T0 }, 1);
+    await store.saveCode(code("s", "g6", T0 + 60_000, "w"), 1);
+    expect([(await store.findCode("r", T0))?.redeemed_at, await store.findCode("s", T0) !== null]).toEqual([T0, true]);
   });
 });
 
