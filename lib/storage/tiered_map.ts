@@ -8,10 +8,12 @@
  * holds the request thread back (its mutator share, `mu=0.6`), so throughput over HTTP halved at 100k+ stored
  * tokens while the server sat partly idle. On JavaScriptCore the indexes are therefore {@link SplitMap}s.
  *
- * V8 (Node, Deno) remembers single slots and never had the problem, and there the split costs: every key is
- * written twice and looked up in up to three maps. With split indexes, Deno answered client_credentials in
- * process 10-15 % slower, with a p99 of 0.06-0.07 ms instead of 0.05 ms, and a Node client_credentials request
- * over HTTP took 197 instead of 188 thousand instructions (callgrind). So on V8 they are plain `Map`s.
+ * V8 (Node, Deno) remembers single slots and never had that problem, and there the split costs: every key is
+ * written twice and looked up in up to three maps. A Node client_credentials request over HTTP took 195 thousand
+ * instructions with split indexes against 185-188 thousand with plain `Map`s (callgrind, after 20,000
+ * requests). But a plain `Map` grows by rehashing every entry at once: 105 ms for the write that reaches
+ * 1,048,576 keys on Node 22 and Deno 2.9, 35-51 ms at 524,288. So on V8 the indexes are {@link PartedMap}s: one
+ * `Map` while small, then 256 of them, each key written once (186.6-187.2 thousand instructions in the same run).
  *
  * The engine is told apart by a language feature, not by a runtime's globals: JavaScriptCore gives every error
  * a numeric `line` property, V8 does not.
@@ -144,11 +146,109 @@ export class SplitSet extends SplitMap<true> implements IndexSet {
   }
 }
 
-/** The layout for V8: a plain `Map`, whose iteration is made to yield its keys, as a {@link SplitMap}'s does. */
-class FlatMap<V> extends Map<string, V> {}
-Object.defineProperty(FlatMap.prototype, Symbol.iterator, { value: Map.prototype.keys, writable: true, configurable: true });
+/** Keys a {@link PartedMap} holds in one `Map` before it is split. */
+const SPLIT_AT = 16_384;
+/** The maps of a split {@link PartedMap} (a power of two). */
+const V8_PARTS = 256;
 
-class FlatSet extends FlatMap<true> {
+/** The part of a key in a {@link PartedMap}: its last three characters, mixed. */
+const partOf = (key: string): number => {
+  const n = key.length;
+  return (key.charCodeAt(n - 1) ^ (key.charCodeAt(n - 2) << 3) ^ (key.charCodeAt(n - 3) << 6)) & (V8_PARTS - 1);
+};
+
+/**
+ * The layout for V8: one `Map` up to {@link SPLIT_AT} keys, then {@link V8_PARTS} of them, so that no write
+ * ever rehashes a huge table (a V8 `Map` doubles by rehashing every entry at once: 105 ms at 1,048,576 keys on
+ * Node 22 and Deno 2.9, 35-51 ms at 524,288). The split moves the first keys once, a slice per write; every
+ * later key is written once, to its part. A key lives in exactly one map.
+ */
+export class PartedMap<V> implements IndexMap<V> {
+  /** The one map before the split; while splitting, the keys not moved yet; then undefined. */
+  private whole: Map<string, V> | undefined = new Map();
+  private parts: Map<string, V>[] | undefined;
+  /** Keys of `whole` still to move (deleting a visited key keeps a Map iterator valid). */
+  private cursor: Iterator<string> | undefined;
+  private partsSize = 0;
+
+  get size(): number {
+    return (this.whole?.size ?? 0) + this.partsSize;
+  }
+
+  get(key: string): V | undefined {
+    const parts = this.parts;
+    if (parts === undefined) return this.whole!.get(key);
+    return parts[partOf(key)]!.get(key) ?? this.whole?.get(key);
+  }
+
+  has(key: string): boolean {
+    return this.get(key) !== undefined;
+  }
+
+  set(key: string, value: V): this {
+    const parts = this.parts;
+    if (parts === undefined) {
+      const whole = this.whole!;
+      whole.set(key, value);
+      if (whole.size >= SPLIT_AT) {
+        this.parts = Array.from({ length: V8_PARTS }, () => new Map<string, V>());
+        this.cursor = whole.keys();
+      }
+      return this;
+    }
+    const part = parts[partOf(key)]!;
+    const before = part.size;
+    part.set(key, value);
+    this.partsSize += part.size - before;
+    const whole = this.whole;
+    if (whole !== undefined) {
+      whole.delete(key);
+      this.split(whole, parts);
+    }
+    return this;
+  }
+
+  delete(key: string): boolean {
+    const inWhole = this.whole?.delete(key) === true;
+    if (this.parts?.[partOf(key)]!.delete(key) !== true) return inWhole;
+    this.partsSize--;
+    return true;
+  }
+
+  *keys(): IterableIterator<string> {
+    if (this.whole !== undefined) yield* this.whole.keys();
+    if (this.parts !== undefined) for (const part of this.parts) yield* part.keys();
+  }
+
+  *values(): IterableIterator<V> {
+    if (this.whole !== undefined) yield* this.whole.values();
+    if (this.parts !== undefined) for (const part of this.parts) yield* part.values();
+  }
+
+  [Symbol.iterator](): IterableIterator<string> {
+    return this.keys();
+  }
+
+  /** Moves one slice of `whole` into the parts; drops `whole` once it is empty. */
+  private split(whole: Map<string, V>, parts: Map<string, V>[]): void {
+    for (let i = 0; i < SLICE; i++) {
+      const next = this.cursor!.next();
+      if (next.done) {
+        this.whole = undefined;
+        this.cursor = undefined;
+        return;
+      }
+      const key = next.value;
+      const value = whole.get(key)!;
+      whole.delete(key);
+      // Never in its part already: writing a key to the parts removes it from `whole`.
+      parts[partOf(key)]!.set(key, value);
+      this.partsSize++;
+    }
+  }
+}
+
+export class PartedSet extends PartedMap<true> implements IndexSet {
   add(key: string): this {
     return this.set(key, true);
   }
@@ -160,8 +260,8 @@ const JSC: boolean = typeof (new Error() as { line?: unknown }).line === "number
 /** The memory store's large indexes, in the layout that suits the engine (see the module). */
 export type TieredMap<V> = IndexMap<V>;
 /** @see TieredMap */
-export const TieredMap: new <V>() => IndexMap<V> = JSC ? SplitMap : FlatMap as unknown as new <V>() => IndexMap<V>;
+export const TieredMap: new <V>() => IndexMap<V> = JSC ? SplitMap : PartedMap;
 /** A set of keys in the layout that suits the engine. */
 export type TieredSet = IndexSet;
 /** @see TieredSet */
-export const TieredSet: new () => IndexSet = JSC ? SplitSet : FlatSet as unknown as new () => IndexSet;
+export const TieredSet: new () => IndexSet = JSC ? SplitSet : PartedSet;

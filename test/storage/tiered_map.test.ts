@@ -1,7 +1,7 @@
-// The memory store's index maps (lib/storage/tiered_map.ts). The store picks the split layout on JavaScriptCore
-// only, so the split layout is also tested here directly, on every runtime, against a plain Map.
+// The memory store's index maps (lib/storage/tiered_map.ts). The store picks one layout on JavaScriptCore and the
+// other on V8, so both are tested here directly, on every runtime, against a plain Map.
 import { expect, test } from "vitest";
-import { type IndexMap, SplitMap, SplitSet, TieredMap, TieredSet } from "../../lib/storage/tiered_map.ts";
+import { type IndexMap, PartedMap, PartedSet, SplitMap, SplitSet, TieredMap, TieredSet } from "../../lib/storage/tiered_map.ts";
 
 /** Random sets, re-sets and deletes across several settling rounds, each step compared with a `Map`. */
 function compareWithMap(map: IndexMap<number>): void {
@@ -39,17 +39,21 @@ test("the split layout keeps the newest value of every key, wherever it sits, as
   compareWithMap(new SplitMap<number>());
 });
 
+test("the parted layout keeps every key findable, deletable and counted before, while and after it splits", () => {
+  compareWithMap(new PartedMap<number>());
+});
+
 test("the layout the store picks behaves as a Map whose iteration yields keys", () => {
   compareWithMap(new TieredMap<number>());
 });
 
 test("both set layouts add, find and forget keys", () => {
-  for (const set of [new SplitSet(), new TieredSet()]) {
-    for (let i = 0; i < 10_000; i++) set.add(`s-${i}`);
-    for (let i = 0; i < 10_000; i += 2) set.delete(`s-${i}`);
-    expect(set.size).toBe(5_000);
+  for (const set of [new SplitSet(), new PartedSet(), new TieredSet()]) {
+    for (let i = 0; i < 40_000; i++) set.add(`s-${i}`);
+    for (let i = 0; i < 30_000; i += 2) set.delete(`s-${i}`);
+    expect(set.size).toBe(25_000);
     expect(set.has("s-1")).toBe(true);
     expect(set.has("s-2")).toBe(false);
-    expect([...set].length).toBe(5_000);
+    expect([...set].length).toBe(25_000);
   }
 });
