@@ -38,17 +38,22 @@ export interface IndexSet extends IndexMap<true> {
   add(key: string): this;
 }
 
-/** Settled maps, by the low bits of the key's last three characters. */
-const PARTS = 4096;
+/** Settled maps of a {@link SplitMap} (a power of two). */
+const JSC_PARTS = 4096;
 /** Fewest keys in `fresh` before it is settled. */
 const FRESH_MIN = 4096;
-/** Keys moved from the map being settled per write. */
+/** Keys moved per write, while a map is settled or split. */
 const SLICE = 64;
 
-const part = (key: string): number => {
+/**
+ * Which of `parts` maps (a power of two) holds a key: its last three characters, mixed. The large indexes are
+ * keyed by random ids and base64url SHA-256 hashes, so these are spread evenly; other keys only cost evenness.
+ */
+function partOf(key: string, parts: number): number {
   const n = key.length;
-  return (key.charCodeAt(n - 1) ^ (key.charCodeAt(n - 2) << 5) ^ (key.charCodeAt(n - 3) << 10)) & (PARTS - 1);
-};
+  const mixed = key.charCodeAt(n - 1) ^ (key.charCodeAt(n - 2) << 5) ^ (key.charCodeAt(n - 3) << 10);
+  return (mixed ^ (mixed >>> 8)) & (parts - 1);
+}
 
 /**
  * The layout for JavaScriptCore. New keys go to a small `fresh` map. Once it holds 1/16 of what is settled (at
@@ -80,7 +85,7 @@ export class SplitMap<V> implements IndexMap<V> {
   }
 
   get(key: string): V | undefined {
-    return this.fresh.get(key) ?? this.moving?.get(key) ?? this.settled?.[part(key)]?.get(key);
+    return this.fresh.get(key) ?? this.moving?.get(key) ?? this.settled?.[partOf(key, JSC_PARTS)]?.get(key);
   }
 
   has(key: string): boolean {
@@ -98,7 +103,7 @@ export class SplitMap<V> implements IndexMap<V> {
   delete(key: string): boolean {
     const inFresh = this.fresh.delete(key);
     const inMoving = this.moving?.delete(key) === true;
-    const inSettled = this.settled?.[part(key)]?.delete(key) === true;
+    const inSettled = this.settled?.[partOf(key, JSC_PARTS)]?.delete(key) === true;
     if (inSettled) this.settledSize--;
     return inFresh || inMoving || inSettled;
   }
@@ -126,7 +131,7 @@ export class SplitMap<V> implements IndexMap<V> {
       this.moving = this.fresh;
       this.cursor = this.moving.entries();
       this.fresh = new Map();
-      this.settled ??= new Array<Map<string, V> | undefined>(PARTS);
+      this.settled ??= new Array<Map<string, V> | undefined>(JSC_PARTS);
     }
     const moving = this.moving;
     const parts = this.settled!;
@@ -138,7 +143,7 @@ export class SplitMap<V> implements IndexMap<V> {
         return;
       }
       const [key, value] = next.value;
-      const settled = (parts[part(key)] ??= new Map());
+      const settled = (parts[partOf(key, JSC_PARTS)] ??= new Map());
       const before = settled.size;
       settled.set(key, value);
       // A key settled before and set again replaces its old copy: count it once.
@@ -161,12 +166,6 @@ const SPLIT_AT = 16_384;
 /** The maps of a split {@link PartedMap} (a power of two). */
 const V8_PARTS = 256;
 
-/** The part of a key in a {@link PartedMap}: its last three characters, mixed. */
-const partOf = (key: string): number => {
-  const n = key.length;
-  return (key.charCodeAt(n - 1) ^ (key.charCodeAt(n - 2) << 3) ^ (key.charCodeAt(n - 3) << 6)) & (V8_PARTS - 1);
-};
-
 /**
  * The layout for V8: one `Map` up to {@link SPLIT_AT} keys, then {@link V8_PARTS} of them, so that no write
  * ever rehashes a huge table (a V8 `Map` doubles by rehashing every entry at once: 105 ms at 1,048,576 keys on
@@ -188,7 +187,7 @@ export class PartedMap<V> implements IndexMap<V> {
   get(key: string): V | undefined {
     const parts = this.parts;
     if (parts === undefined) return this.whole!.get(key);
-    return parts[partOf(key)]!.get(key) ?? this.whole?.get(key);
+    return parts[partOf(key, V8_PARTS)]!.get(key) ?? this.whole?.get(key);
   }
 
   has(key: string): boolean {
@@ -206,7 +205,7 @@ export class PartedMap<V> implements IndexMap<V> {
       }
       return this;
     }
-    const part = parts[partOf(key)]!;
+    const part = parts[partOf(key, V8_PARTS)]!;
     const before = part.size;
     part.set(key, value);
     this.partsSize += part.size - before;
@@ -220,7 +219,7 @@ export class PartedMap<V> implements IndexMap<V> {
 
   delete(key: string): boolean {
     const inWhole = this.whole?.delete(key) === true;
-    if (this.parts?.[partOf(key)]!.delete(key) !== true) return inWhole;
+    if (this.parts?.[partOf(key, V8_PARTS)]!.delete(key) !== true) return inWhole;
     this.partsSize--;
     return true;
   }
@@ -252,7 +251,7 @@ export class PartedMap<V> implements IndexMap<V> {
       const value = whole.get(key)!;
       whole.delete(key);
       // Never in its part already: writing a key to the parts removes it from `whole`.
-      parts[partOf(key)]!.set(key, value);
+      parts[partOf(key, V8_PARTS)]!.set(key, value);
       this.partsSize++;
     }
   }
