@@ -286,6 +286,18 @@ describe("grant and client indexes: revocation and listing reach exactly the liv
     expect(await store.findRefreshToken("rt-1", clock.now)).toBeNull();
   });
 
+  test("a grant whose life a later member extended is swept once that member has expired, not before", async () => {
+    const { clock, store } = clocked();
+    await store.saveCode(code("k", "g", T0 + 5000)); // the grant's first expiry: slot 1005
+    await store.redeemCode("k", pair("1", "g", T0 + 30_000), T0); // extended to slot 1030
+    clock.now = T0 + 20_000;
+    await store.purgeExpired(clock.now);
+    expect(store.size()).toMatchObject({ codes: 0, grants: 1 });
+    clock.now = T0 + 40_000;
+    await store.purgeExpired(clock.now);
+    expect(store.size()).toMatchObject({ access: 0, refresh: 0, grants: 0 });
+  });
+
   test("revokeClientGrants counts listed grants only, and creates nothing for a client without any", async () => {
     const { store } = clocked();
     await store.saveCode(code("k", "g", T0 + 60_000)); // a grant with only a pending code is not listed
