@@ -381,6 +381,27 @@ describe("grant and client indexes: revocation and listing reach exactly the liv
   });
 });
 
+describe("a large store", () => {
+  test("past its indexes' split size, a grant without a user and a rotation without a successor touch no index under `undefined`", async () => {
+    const { store } = clocked();
+    const E = T0 + 600_000;
+    // 17,000 users' grants: the refresh token and user indexes grow past the size at which they split (16,384 on
+    // V8, 4,096 on JavaScriptCore), and a split index cannot even look up an `undefined` key.
+    for (let i = 0; i < 17_000; i++) await store.saveTokens(pair(`${i}`, `g-${i}`, E, `user-${i}`), T0);
+    // A client_credentials grant with a refresh token: no user.
+    const cc = (n: string) => ({
+      access: { hash: `cc-at-${n}`, client_id: "c", scope: "read", grant_id: "cc", expires_at: E },
+      refresh: { hash: `cc-rt-${n}`, client_id: "c", scope: "read", grant_id: "cc", expires_at: E },
+    });
+    await store.saveTokens(cc("1"), T0);
+    expect(await store.rotateRefreshToken("cc-rt-1", { access: cc("2").access }, T0 + 1000)).not.toBeNull();
+    expect(await store.rotateRefreshToken("cc-rt-1", cc("3"), T0 + 2000, 60_000)).toBeNull();
+    await store.revokeGrant("cc");
+    expect(await store.findAccessToken("cc-at-2", T0 + 2000)).toBeNull();
+    expect((await store.listGrants("user-16999", T0 + 2000)).map((g) => g.grant_id)).toEqual(["g-16999"]);
+  });
+});
+
 describe("marks", () => {
   test("a mark set again after it expired is counted once, even while the marks index is settling", async () => {
     const { clock, store } = clocked();
