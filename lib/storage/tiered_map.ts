@@ -10,10 +10,11 @@
  *
  * V8 (Node, Deno) remembers single slots and never had that problem, and there the split costs: every key is
  * written twice and looked up in up to three maps. A Node client_credentials request over HTTP took 195 thousand
- * instructions with split indexes against 185-188 thousand with plain `Map`s (callgrind, after 20,000
- * requests). But a plain `Map` grows by rehashing every entry at once: 105 ms for the write that reaches
- * 1,048,576 keys on Node 22 and Deno 2.9, 35-51 ms at 524,288. So on V8 the indexes are {@link PartedMap}s: one
- * `Map` while small, then 256 of them, each key written once (186.6-187.2 thousand instructions in the same run).
+ * instructions with split indexes against 185-188 thousand with plain `Map`s (callgrind, 6,000 requests after
+ * 20,000; the CPU time per request over HTTP is the same within the bench's noise). But a plain `Map` grows by
+ * rehashing every entry at once: 105 ms for the write that reaches 1,048,576 keys on Node 22 and Deno 2.9,
+ * 35-51 ms at 524,288. So on V8 the indexes are {@link PartedMap}s: one `Map` while small, then 256 of them, each
+ * key written once (186.6-187.2 thousand instructions in the same run).
  *
  * The engine is told apart by a language feature, not by a runtime's globals: JavaScriptCore gives every error
  * a numeric `line` property, V8 does not.
