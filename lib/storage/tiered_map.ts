@@ -220,7 +220,8 @@ export class PartedMap<V> implements IndexMap<V> {
 
   delete(key: string): boolean {
     const inWhole = this.whole?.delete(key) === true;
-    if (this.parts?.[partOf(key, V8_PARTS)]!.delete(key) !== true) return inWhole;
+    const parts = this.parts;
+    if (parts === undefined || !parts[partOf(key, V8_PARTS)]!.delete(key)) return inWhole;
     this.partsSize--;
     return true;
   }
