@@ -4,7 +4,7 @@
  *   tsx test/bench/run.ts [--seconds 5] [--rounds 2] [--warmup 2] [--inprocess-seconds 2]
  *                         [--runtimes node,deno,bun] [--connections 32] [--no-http] [--no-inprocess]
  *                         [--only SCENARIOS] [--profile] [--node-tsx] [--smoke] [--no-storage] [--out DIR]
- *                         [--stored 0,100000,1000000] [--duration 3] [--trace-gc]
+ *                         [--stored 0,100000,1000000] [--duration 3] [--trace-gc] [--against DIR]
  *
  * In-process rows run `test/bench/inprocess.ts` on each runtime as a child process; on Node, the bench's entry
  * points are first compiled with tsc (`test/bench/tsconfig.json`), so Node runs JavaScript as npm users do.
@@ -17,6 +17,10 @@
  * (client_credentials, authorization_code + PKCE, refresh_token rotation, Bearer verification, introspection),
  * `--duration` seconds each after a 1 s warm-up, with p99 and max latency against the issue's goal (p99 < 10 ms,
  * max < 25 ms at 32 connections). `npm run bench:stored` runs only those rows.
+ *
+ * `--against DIR` adds, beside each HTTP token row, the same row on the bench servers of another checkout of this
+ * repository (a `git worktree` of an earlier commit, say), started and loaded by this same harness in the same
+ * rounds, so that before and after are measured in one run.
  *
  * `--smoke` is the CI check: Node only, a few seconds per row, and a non-zero exit when in-process
  * client_credentials falls below 0.45 of the bare in-process handler measured in the same run (a ratio, never
@@ -100,6 +104,8 @@ const options = {
   }),
   /** Seconds measured per stored-token row, after a 1 s warm-up. */
   duration: num("duration", smoke ? 1 : 3),
+  /** Another checkout whose bench servers run the HTTP token rows too, in the same rounds (before and after). */
+  against: flags.has("against") ? resolve(flags.get("against")!) : undefined,
   /** Scenarios to run (in-process and HTTP), default all. */
   only: flags.get("only")?.split(","),
   out: resolve(ROOT, flags.get("out") ?? ".artifacts/bench"),
@@ -123,37 +129,37 @@ for (const signal of ["SIGINT", "SIGTERM"] as const) {
 }
 
 /** Where `test/bench/tsconfig.json` compiles the Node entry points. */
-const BUILD = join(ROOT, ".artifacts/bench/build/test/bench");
+const buildOf = (root: string): string => join(root, ".artifacts/bench/build/test/bench");
 
 /**
  * Compiles the Node entry points with tsc, as `npm run build` compiles the package: Node then runs plain
  * JavaScript, as an npm user does, rather than tsx's output (whose keepNames wrapper costs a call per closure).
  */
-function buildForNode(): void {
-  execFileSync(process.execPath, [join(ROOT, "node_modules/typescript/bin/tsc"), "-p", join(HERE, "tsconfig.json")], {
-    cwd: ROOT,
+function buildForNode(root: string): void {
+  execFileSync(process.execPath, [join(ROOT, "node_modules/typescript/bin/tsc"), "-p", join(root, "test/bench/tsconfig.json")], {
+    cwd: root,
     stdio: "inherit",
   });
 }
 
-/** The command that runs a TypeScript file of this folder on a runtime. */
-function command(runtime: Runtime, file: string, args: string[], exposeGc = false): [string, string[]] {
-  const path = join(HERE, file);
+/** The command that runs a TypeScript file of this folder (of `root`'s bench folder) on a runtime. */
+function command(runtime: Runtime, file: string, args: string[], exposeGc: boolean, root: string): [string, string[]] {
+  const path = join(root, "test/bench", file);
   const v8 = [...(exposeGc ? ["--expose-gc"] : []), ...(options.traceGc ? ["--trace-gc"] : [])];
   if (runtime === "node") {
     const profile = options.profile ? ["--cpu-prof", `--cpu-prof-dir=${PROFILES}`] : [];
     if (options.nodeTsx) return [process.execPath, ["--import", "tsx", ...profile, ...v8, path, ...args]];
-    return [process.execPath, [...profile, ...v8, join(BUILD, file.replace(/\.ts$/, ".js")), ...args]];
+    return [process.execPath, [...profile, ...v8, join(buildOf(root), file.replace(/\.ts$/, ".js")), ...args]];
   }
   if (runtime === "deno") return [BIN.deno, ["run", "--allow-net", ...(v8.length > 0 ? [`--v8-flags=${v8.join(",")}`] : []), path, ...args]];
   return [BIN.bun, [path, ...args]];
 }
 
 /** Starts a bench entry point; `exposeGc` lets it collect garbage on demand (the stored servers, once filled). */
-function start(runtime: Runtime, file: string, args: string[], exposeGc = false): ChildProcess {
-  const [cmd, argv] = command(runtime, file, args, exposeGc);
+function start(runtime: Runtime, file: string, args: string[], exposeGc = false, root = ROOT): ChildProcess {
+  const [cmd, argv] = command(runtime, file, args, exposeGc, root);
   const env = options.traceGc && runtime === "bun" ? { ...process.env, BUN_JSC_logGC: "1" } : process.env;
-  const child = spawn(cmd, argv, { cwd: ROOT, env, stdio: ["ignore", "pipe", "inherit"] });
+  const child = spawn(cmd, argv, { cwd: root, env, stdio: ["ignore", "pipe", "inherit"] });
   children.add(child);
   child.once("exit", () => children.delete(child));
   return child;
@@ -401,10 +407,10 @@ async function codes(control: number, n: number): Promise<string[]> {
   return all;
 }
 
-/** One round of one HTTP row, on a fresh server process. */
-async function httpRound(runtime: Runtime, scenario: HttpScenario): Promise<LoadResult> {
+/** One round of one HTTP row, on a fresh server process of this checkout or of `root`'s. */
+async function httpRound(runtime: Runtime, scenario: HttpScenario, root: string): Promise<LoadResult> {
   const mode = scenario === "bare" ? "bare" : scenario === "bare-fetch" ? "bare-fetch" : "oauth";
-  const child = start(runtime, SERVE_FILE[runtime], ["--mode", mode]);
+  const child = start(runtime, SERVE_FILE[runtime], ["--mode", mode], false, root);
   try {
     const ready = await firstLine<ReadyLine>(child, 60_000);
     if (scenario !== "authorization_code") {
@@ -554,6 +560,8 @@ interface Row {
   target?: { kind: "ratio" | "rate" | "latency"; value: number; max?: number; met: boolean };
   /** Stored-token rows: records pre-filled in the server's store. */
   stored?: number;
+  /** HTTP rows of `--against`: the other checkout's path (no target: only this checkout's rows are judged). */
+  against?: string;
 }
 
 const LABELS: Record<string, string> = {
@@ -573,6 +581,7 @@ const HTTP_LABELS: Record<string, string> = {
 
 /** The targets of the issue, by section, runtime and scenario. */
 function targetOf(row: Row): Row["target"] {
+  if (row.against !== undefined) return undefined;
   const ratio = (value: number) => ({ kind: "ratio" as const, value, met: (row.ratio ?? 0) >= value });
   const rate = (value: number) => ({ kind: "rate" as const, value, met: row.result.rate >= value });
   if (row.section === "stored") {
@@ -673,7 +682,10 @@ async function main(): Promise<number> {
     `HTTP: ${options.rounds} × ${options.seconds} s per row after ${options.warmup} s warm-up, ` +
     `autocannon, ${options.connections} connections on 127.0.0.1\n`);
   if (options.profile) mkdirSync(PROFILES, { recursive: true });
-  if (options.runtimes.includes("node") && !options.nodeTsx) buildForNode();
+  if (options.runtimes.includes("node") && !options.nodeTsx) {
+    buildForNode(ROOT);
+    if (options.against !== undefined && options.http) buildForNode(options.against);
+  }
 
   const rows: Row[] = [];
   if (options.inprocess) {
@@ -724,14 +736,19 @@ async function main(): Promise<number> {
   }
 
   if (options.http) {
-    const plan: [Runtime, HttpScenario][] = [];
+    // [runtime, scenario, checkout]: the token rows once more on the --against checkout's servers.
+    const plan: [Runtime, HttpScenario, string][] = [];
     for (const runtime of options.runtimes) {
       const wanted = (s: HttpScenario) => options.only === undefined || options.only.includes(s);
-      plan.push([runtime, "bare"]);
-      if (runtime === "node" && !smoke && wanted("bare-fetch")) plan.push([runtime, "bare-fetch"]);
-      if (wanted("client_credentials")) plan.push([runtime, "client_credentials"]);
-      if (!smoke && wanted("authorization_code")) plan.push([runtime, "authorization_code"]);
+      plan.push([runtime, "bare", ROOT]);
+      if (runtime === "node" && !smoke && wanted("bare-fetch")) plan.push([runtime, "bare-fetch", ROOT]);
+      for (const scenario of ["client_credentials", "authorization_code"] as const) {
+        if (!wanted(scenario) || (smoke && scenario === "authorization_code")) continue;
+        plan.push([runtime, scenario, ROOT]);
+        if (options.against !== undefined) plan.push([runtime, scenario, options.against]);
+      }
     }
+    const keyOf = (runtime: Runtime, scenario: HttpScenario, root: string): string => `${runtime}/${scenario}/${root}`;
     interface Merged {
       samples: Samples[];
       count: number;
@@ -742,10 +759,10 @@ async function main(): Promise<number> {
     }
     const merged = new Map<string, Merged>();
     for (let r = 0; r < options.rounds; r++) {
-      for (const [runtime, scenario] of r % 2 === 0 ? plan : [...plan].reverse()) {
-        process.stderr.write(`HTTP round ${r + 1}: ${runtime} ${scenario}...\n`);
-        const result = await httpRound(runtime, scenario);
-        const key = `${runtime}/${scenario}`;
+      for (const [runtime, scenario, root] of r % 2 === 0 ? plan : [...plan].reverse()) {
+        process.stderr.write(`HTTP round ${r + 1}: ${runtime} ${scenario}${root === ROOT ? "" : ` (${root})`}...\n`);
+        const result = await httpRound(runtime, scenario, root);
+        const key = keyOf(runtime, scenario, root);
         if (result.errors > 0) process.stderr.write(`  failures: ${JSON.stringify(result.statuses)}\n`);
         const entry: Merged = merged.get(key) ?? { samples: [], count: 0, errors: 0, seconds: 0, serverCpu: 0, clientCpu: 0 };
         entry.samples.push(result.samples);
@@ -759,8 +776,8 @@ async function main(): Promise<number> {
         merged.set(key, entry);
       }
     }
-    for (const [runtime, scenario] of plan) {
-      const entry = merged.get(`${runtime}/${scenario}`)!;
+    for (const [runtime, scenario, root] of plan) {
+      const entry = merged.get(keyOf(runtime, scenario, root))!;
       const all = new Samples();
       for (const s of entry.samples) s.forEach((v) => all.add(v));
       const result: Measurement = {
@@ -780,7 +797,8 @@ async function main(): Promise<number> {
         : scenario === "bare-fetch"
         ? LABELS[scenario]!
         : `${LABELS[scenario]} via ${runtime === "node" ? "serveNode" : HTTP_LABELS[runtime]}`;
-      rows.push({ section: "http", runtime, scenario, label, result });
+      const against = root === ROOT ? {} : { against: root };
+      rows.push({ section: "http", runtime, scenario, label: root === ROOT ? label : `${label}, --against`, result, ...against });
     }
     for (const row of rows) {
       if (row.section !== "http") continue;
