@@ -40,7 +40,9 @@ export interface ServeBunOptions {
 
 /** A running server, as {@link serveBun} resolves it. */
 export interface BunServer {
+  /** The port it listens on: the one asked for, or the one picked for port 0. */
   readonly port: number;
+  /** The interface it listens on. */
   readonly hostname: string;
   /** The base URL, e.g. `http://127.0.0.1:8080`. */
   readonly url: string;

@@ -41,7 +41,9 @@ export interface ServeDenoOptions {
 
 /** A running server, as {@link serveDeno} resolves it. */
 export interface DenoServer {
+  /** The port it listens on: the one asked for, or the one picked for port 0. */
   readonly port: number;
+  /** The interface it listens on. */
   readonly hostname: string;
   /** The base URL, e.g. `http://127.0.0.1:8080`. */
   readonly url: string;

@@ -175,15 +175,21 @@ export interface ServeNodeOptions extends NodeListenerOptions {
 
 /** The part of Node's `http.Server` exposed by {@link serveNode} (structural; cast it for the rest). */
 export interface NodeHttpServer {
+  /** Whether it accepts connections. */
   readonly listening: boolean;
+  /** Node's `server.address()`: an `AddressInfo` while it listens. */
   address(): unknown;
+  /** Node's event listener registration, e.g. for `"connection"` or `"close"`. */
   on(event: string, listener: (...args: never[]) => void): unknown;
 }
 
 /** A running server, as {@link serveNode} resolves it. */
 export interface NodeServer {
+  /** The `node:http` server itself. */
   readonly server: NodeHttpServer;
+  /** The port it listens on: the one asked for, or the one picked for port 0. */
   readonly port: number;
+  /** The interface it listens on. */
   readonly hostname: string;
   /** The base URL, e.g. `http://127.0.0.1:8080`. */
   readonly url: string;

@@ -13,7 +13,9 @@ import { BODY_TEXT, LAZY, MATERIALIZE, standIn, tooLarge } from "../http.ts";
  * a real `IncomingMessage` (or an Express `req`) fits it.
  */
 export interface NodeIncomingMessage {
+  /** The request method, as received. */
   readonly method?: string | undefined;
+  /** The request target, as received: origin form, or absolute form through a proxy. */
   readonly url?: string | undefined;
   /** Lower-case names; Node joins most repeats with `, `, keeps `set-cookie` as an array and drops some. */
   readonly headers: Readonly<Record<string, string | string[] | undefined>>;
@@ -21,6 +23,7 @@ export interface NodeIncomingMessage {
   readonly headersDistinct?: Readonly<Record<string, string[] | undefined>>;
   /** Names and values in turn, as received. */
   readonly rawHeaders: readonly string[];
+  /** The connection: the peer's address, and whether it is TLS. */
   readonly socket: { readonly remoteAddress?: string | undefined; readonly encrypted?: boolean };
   /** Bytes waiting in the stream's buffer. */
   readonly readableLength?: number;
@@ -28,10 +31,15 @@ export interface NodeIncomingMessage {
   readonly readableFlowing?: boolean | null;
   /** True once the body was read to the end, e.g. by an earlier body-parsing middleware. */
   readonly readableEnded?: boolean;
+  /** True once the stream was torn down (the client went away, or a body was refused). */
   readonly destroyed?: boolean;
+  /** Adds a stream listener (`"data"`, `"end"`, `"error"`, `"close"`). */
   on(event: string, listener: (...args: never[]) => void): unknown;
+  /** Removes a listener added with `on`. */
   removeListener(event: string, listener: (...args: never[]) => void): unknown;
+  /** Stops the flow of `"data"` events, so the body is read at the adapter's pace. */
   pause(): unknown;
+  /** Restarts the flow of `"data"` events. */
   resume?(): unknown;
   /** What is buffered, at once (paused mode). */
   read?(): unknown;

@@ -9,16 +9,27 @@ import type { ResponseParts } from "../http.ts";
 
 /** The part of Node's `http.ServerResponse` the adapter uses (structural, so no `@types/node` is needed). */
 export interface NodeServerResponse {
+  /** True once the status line and headers went out. */
   readonly headersSent: boolean;
+  /** True once the response was torn down, e.g. because the client went away. */
   readonly destroyed: boolean;
+  /** Sends the status line and a flat list of header names and values (repeats kept). */
   writeHead(status: number, headers?: string[]): unknown;
+  /** Sends the status line with its reason phrase, and the headers. */
   writeHead(status: number, statusMessage: string, headers?: string[]): unknown;
+  /** Sets a header before `writeHead` (middleware mode), replacing one of the same name. */
   setHeader(name: string, value: string): unknown;
+  /** Adds a value to a header before `writeHead` (a repeated `Set-Cookie`). */
   appendHeader(name: string, value: string): unknown;
+  /** Writes a body chunk; false when the socket's buffer is full (wait for `"drain"`). */
   write(chunk: Uint8Array): boolean;
+  /** Ends the response, with a last chunk if given. */
   end(chunk?: string): unknown;
+  /** Cuts the connection. */
   destroy(error?: Error): unknown;
+  /** Adds a listener (`"close"`, `"drain"`, `"finish"`). */
   on(event: string, listener: () => void): unknown;
+  /** Removes a listener added with `on`. */
   removeListener(event: string, listener: () => void): unknown;
 }
 

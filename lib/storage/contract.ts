@@ -15,6 +15,19 @@
  */
 import type { ClientRecord, CodeRecord, GrantRecord, IssuedTokens, Storage } from "./types.ts";
 
+// The interface the checks take and its records, so that a third-party store can import them with the contract.
+export type {
+  AccessTokenRecord,
+  ClientOrigin,
+  ClientRecord,
+  CodeRecord,
+  GrantRecord,
+  GrantType,
+  IssuedTokens,
+  RefreshTokenRecord,
+  Storage,
+} from "./types.ts";
+
 /** One named check of the contract. */
 export interface ContractCheck {
   /** What the check proves, as a test title. */
