@@ -12,10 +12,13 @@ import type { CaseContext } from "./context.ts";
 export interface CaseDef {
   /** Stable id, e.g. `SEC-CODE-REPLAY`. */
   id: string;
+  /** What the case checks, in one line. */
   title: string;
+  /** The report section it belongs to. */
   area: Area;
   /** The rule checked: spec section or table cell, or RFC and section. */
   ref: string;
+  /** How strong the rule is: a failed MUST fails the run, a failed SHOULD warns. */
   level: Level;
   /** The profiles whose rules include this case's rule. */
   profiles: readonly Profile[];

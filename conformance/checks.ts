@@ -9,11 +9,17 @@ import type { Reply } from "./http.ts";
 
 /** A successful token response, as far as every case needs it. */
 export interface Tokens {
+  /** The access token (RFC 6749 §5.1). */
   access_token: string;
+  /** As the server sent it; `Bearer` is checked elsewhere. */
   token_type: string;
+  /** The refresh token, when one was issued. */
   refresh_token?: string;
+  /** The granted scope, when the server sent one. */
   scope?: string;
+  /** The whole JSON body. */
   body: Record<string, unknown>;
+  /** The reply it came in, as evidence. */
   reply: Reply;
 }
 

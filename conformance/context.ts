@@ -24,7 +24,9 @@ export type CodeRole = "public" | "confidential";
 
 /** The client authentication of a token request. */
 export interface ClientAuth {
+  /** The client's identifier. */
   client_id: string;
+  /** Its secret; absent for a public client. */
   client_secret?: string;
 }
 
@@ -33,10 +35,15 @@ export type Fields = Record<string, string | undefined>;
 
 /** An authorization code and what it was issued for. */
 export interface CodeGrant {
+  /** The authorization code. */
   code: string;
+  /** The client it was issued to. */
   client: CodeClient;
+  /** The redirect URI of the request, which the token request must repeat. */
   redirect_uri: string;
+  /** The scope asked for. */
   scope: string;
+  /** The state sent, which the redirect echoed. */
   state: string;
   /** The PKCE verifier, when the request carried a challenge. */
   verifier?: string;
@@ -50,6 +57,7 @@ export interface CodeOptions {
   pkce?: boolean;
   /** Derive the challenge from this verifier. */
   verifier?: string;
+  /** The scope to ask for. Default: the client's scope. */
   scope?: string;
   /** Extra or replaced authorization parameters; `undefined` removes one. */
   params?: Fields;
@@ -74,7 +82,9 @@ export interface DocumentHost {
 
 /** The context of one running case. */
 export class CaseContext {
+  /** The server under test, as the target file describes it. */
   readonly target: Target;
+  /** Sends requests and keeps each exchange as evidence. */
   readonly http: Recorder;
   /** The profile of the run: cases whose rule differs by profile ask it. */
   readonly profile: Profile;
@@ -83,6 +93,7 @@ export class CaseContext {
   /** The suite's document host, for the Client ID Metadata Document cases (none: they skip). */
   readonly documents: DocumentHost | undefined;
 
+  /** Made by the runner, one per case. */
   constructor(target: Target, http: Recorder, driver: ApprovalDriver, profile: Profile = "spec", clock?: AdvanceClock, documents?: DocumentHost) {
     this.target = target;
     this.http = http;

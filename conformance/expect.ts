@@ -22,6 +22,7 @@ import { type Profile, PROFILES } from "./types.ts";
 
 /** Thrown for an expectations file that names no known case or has no reasons. */
 export class ExpectationsError extends Error {
+  /** Says what is wrong with the file. */
   constructor(message: string) {
     super(message);
     this.name = "ExpectationsError";

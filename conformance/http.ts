@@ -13,18 +13,23 @@ export type FetchLike = (request: Request) => Promise<Response>;
 
 /** A response as the cases inspect it. */
 export interface Reply {
+  /** The HTTP status. */
   status: number;
+  /** The response headers. */
   headers: Headers;
+  /** The body as text. */
   text: string;
   /** The parsed body when it is JSON, else undefined. */
   json: unknown;
   /** The Location header resolved against the request URL, if any. */
   location: URL | undefined;
+  /** The recorded exchange, secrets masked: the evidence. */
   exchange: Exchange;
 }
 
 /** What {@link Recorder.send} sends. */
 export interface SendOptions {
+  /** Request headers, by name. */
   headers?: Record<string, string>;
   /** A form body (sets Content-Type: application/x-www-form-urlencoded). Pairs allow repeated names. */
   form?: Record<string, string> | [string, string][];
@@ -119,11 +124,13 @@ export class Recorder {
     this.secrets = secrets.filter((s) => s.length >= 4).flatMap((s) => [s, encodeURIComponent(s)]);
   }
 
+  /** Masks every secret in `text`. */
   private scrub(text: string): string {
     for (const secret of this.secrets) if (text.includes(secret)) text = text.split(secret).join(mask(secret));
     return text;
   }
 
+  /** Masks every secret in a recorded exchange, in place. */
   private scrubExchange(e: Exchange): void {
     e.request.url = this.scrub(e.request.url);
     for (const k in e.request.headers) e.request.headers[k] = this.scrub(e.request.headers[k]!);

@@ -25,9 +25,20 @@ import { runCases, selectCases } from "./runner.ts";
 import { parseTarget, type Target } from "./target.ts";
 import type { CaseResult, Profile } from "./types.ts";
 
-export type { CaseDef } from "./case.ts";
-export type { AdvanceClock, CaseContext, DocumentHost } from "./context.ts";
-export { CookieJar } from "./drivers/cookies.ts";
+export type { CaseDef, Evidence } from "./case.ts";
+export type {
+  AdvanceClock,
+  AuthzOutcome,
+  CaseContext,
+  ClientAuth,
+  CodeGrant,
+  CodeOptions,
+  CodeRole,
+  DocumentHost,
+  Fields,
+} from "./context.ts";
+export type { Tokens } from "./checks.ts";
+export { CookieJar, type CookieOptions } from "./drivers/cookies.ts";
 export { formData, type FormControl, type HtmlForm, type HtmlLink, isSubmit, parseForms, parseLinks } from "./drivers/forms.ts";
 export { followRedirects, type FollowOptions, type Followed } from "./drivers/redirects.ts";
 export { ExpectationsError, parseExpectations } from "./expect.ts";
@@ -38,7 +49,7 @@ export { BODY_FIELDS } from "./cases/body_fields.ts";
 export { driverFromModule, fetchFromModule, type ImportModule } from "./drivers/custom.ts";
 export { type ApprovalDriver, type ApproveOptions, ConsentRemembered, DriverError, isRedirectTo } from "./drivers/driver.ts";
 export { htmlFormDriver, type HtmlFormDriverOptions } from "./drivers/html_form.ts";
-export type { FetchLike } from "./http.ts";
+export type { FetchLike, Recorder, Reply, SendOptions } from "./http.ts";
 export { casesMarkdown, casesText } from "./docs.ts";
 export {
   buildMatrix,
@@ -52,10 +63,24 @@ export {
   rootCauses,
   type Summary,
   tally,
+  type TextOptions,
 } from "./report.ts";
-export { matchesPattern, planCases, selectCases } from "./runner.ts";
-export { parseTarget, type Target, TargetError } from "./target.ts";
-export { EVERY_PROFILE, PROFILES } from "./types.ts";
+export { matchesPattern, planCases, selectCases, type SelectOptions } from "./runner.ts";
+export {
+  type ApprovalConfig,
+  type ClientRole,
+  type CodeClient,
+  type McpTarget,
+  parseTarget,
+  type ParseTargetOptions,
+  type ResourceTarget,
+  type SecretClient,
+  type Target,
+  type TargetClients,
+  TargetError,
+  type TokenRole,
+} from "./target.ts";
+export { AREAS, COLUMNS, EVERY_PROFILE, PROFILES, ROWS } from "./types.ts";
 export type { Area, CaseResult, Cell, Column, Exchange, Level, Profile, Row, Verdict } from "./types.ts";
 
 /** Options of {@link runConformance}. */

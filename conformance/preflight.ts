@@ -10,6 +10,7 @@ import type { Target } from "./target.ts";
 
 /** Thrown when the target cannot be tested; the message says what to fix. */
 export class PreflightError extends Error {
+  /** Says what to fix. */
   constructor(message: string) {
     super(message);
     this.name = "PreflightError";

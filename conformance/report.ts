@@ -8,13 +8,17 @@ import { AREAS, type CaseResult, type Column, COLUMNS, type Exchange, type Profi
 
 /** Counts of a run. Expected failures (`--expect`) are counted apart, not as failed, warned or blocked. */
 export interface Summary {
+  /** Cases run, controls included. */
   total: number;
+  /** Cases that passed. */
   passed: number;
   /** MUST cases that failed and were not expected to. */
   failed: number;
   /** Cases whose control failed, not expected. */
   blocked: number;
+  /** SHOULD cases that failed, not expected. */
   warned: number;
+  /** Cases that could not run against this target (a missing client, endpoint or clock). */
   skipped: number;
   /** Cases that did not pass, as the expectations file says they would. */
   expected: number;
@@ -24,12 +28,19 @@ export interface Summary {
 
 /** One root cause: a failing case and every case blocked because of it. */
 export interface RootCause {
+  /** The failing case's id. */
   id: string;
+  /** Its title. */
   title: string;
+  /** MUST or SHOULD. */
   level: CaseResult["level"];
+  /** FAIL or WARN. */
   verdict: Verdict;
+  /** Whether it breaks a security rule (those come first). */
   security: boolean;
+  /** Whether the server refused as it should, only with another error code or status. */
   wording: boolean;
+  /** Why it failed. */
   message: string;
   /** The reason from the expectations file, when the failure is expected. */
   expected?: string;
@@ -47,26 +58,37 @@ function sameWay(c: RootCause): string | undefined {
 
 /** One cell of the coverage matrix. */
 export interface MatrixCell {
+  /** The grant and client type (the table's column). */
   column: Column;
+  /** The body field (the table's row). */
   row: Row;
   /** The cell as the spec's table has it: a fixed value, "required" or "not sent". */
   spec: string;
   /** The worst verdict of the cell's cases; null when none ran. */
   verdict: Verdict | null;
+  /** The cases that exercise the cell, with their verdicts. */
   cases: { id: string; verdict: Verdict }[];
 }
 
 /** A whole run, as `--json` writes it. */
 export interface Report {
+  /** Names the suite that wrote the report. */
   suite: "oauth2-fetch-server conformance";
+  /** The server tested. */
   target: { name: string; base_url: string };
+  /** The rules applied. */
   profile: Profile;
+  /** When the run began, ISO 8601. */
   started_at: string;
+  /** How long the run took. */
   duration_ms: number;
+  /** The counts. */
   summary: Summary;
   /** Failures with the cases they block, most severe first. */
   root_causes: RootCause[];
+  /** Every case's result, in run order. */
   results: CaseResult[];
+  /** The spec's body-field table, cell by cell. */
   matrix: MatrixCell[];
 }
 

@@ -7,6 +7,7 @@
 
 /** A client the target registered for one role. */
 export interface ClientRole {
+  /** The client's identifier. */
   client_id: string;
   /** Confidential clients only. */
   client_secret?: string;
@@ -42,6 +43,7 @@ export type TokenRole = "public" | "confidential" | "client_credentials";
 
 /** The protected resource used for the Bearer checks. */
 export interface ResourceTarget {
+  /** A URL on the resource that answers 2xx to a valid Bearer token. */
   url: string;
   /** The role whose token the suite presents. Default "client_credentials". */
   client: TokenRole;
@@ -68,16 +70,23 @@ export type ApprovalConfig =
 
 /** A checked target, every URL absolute. */
 export interface Target {
+  /** The name reports show. */
   name: string;
+  /** The server's base URL; relative URLs of the file resolve against it. */
   base_url: string;
   /** Expected `iss` of authorization responses (RFC 9207). Default: base_url. */
   issuer: string;
+  /** The authorization endpoint (RFC 6749 §3.1). */
   authorize_url: string;
+  /** The token endpoint (RFC 6749 §3.2). */
   token_url: string;
+  /** Optional: a protected resource, for the Bearer cases (RFC 6750). */
   resource?: ResourceTarget;
+  /** The registered clients the cases use, by role. */
   clients: TargetClients;
   /** A scope the server knows but that none of the clients is allowed. */
   forbidden_scope: string;
+  /** How the test user signs in and approves. */
   approval: ApprovalConfig;
   /** RFC 8414 metadata. Default: `/.well-known/oauth-authorization-server` + the issuer's path, at its origin. */
   metadata_url: string;
@@ -106,7 +115,9 @@ export interface ParseTargetOptions {
 
 /** Thrown for an invalid target file; the message lists every problem found. */
 export class TargetError extends Error {
+  /** Every problem found, one sentence each. */
   readonly problems: string[];
+  /** Lists the problems in the message. */
   constructor(problems: string[]) {
     super(`Invalid target:\n  - ${problems.join("\n  - ")}`);
     this.name = "TargetError";

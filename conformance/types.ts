@@ -75,12 +75,15 @@ export type Row = (typeof ROWS)[number];
 
 /** One cell of the body-field table. */
 export interface Cell {
+  /** The grant and client type. */
   column: Column;
+  /** The body field. */
   row: Row;
 }
 
 /** One HTTP request and what came back, secrets masked; the evidence of a result. */
 export interface Exchange {
+  /** What was sent. */
   request: {
     method: string;
     url: string;
@@ -99,11 +102,17 @@ export interface Exchange {
 
 /** The result of one case. */
 export interface CaseResult {
+  /** The case's id. */
   id: string;
+  /** The case's title. */
   title: string;
+  /** The report section. */
   area: Area;
+  /** The rule checked. */
   ref: string;
+  /** MUST or SHOULD. */
   level: Level;
+  /** How it ended. */
   verdict: Verdict;
   /** The profiles the case belongs to. */
   profiles: Profile[];
@@ -125,5 +134,6 @@ export interface CaseResult {
   trace?: Exchange[];
   /** The body-field table cells the case exercises. */
   cells: Cell[];
+  /** How long the case took. */
   duration_ms: number;
 }

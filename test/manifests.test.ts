@@ -36,6 +36,13 @@ test("each npm entry point is the build of the same source as the JSR one: dist/
   expect(pkg.files).toContain("dist");
 });
 
+test("npm test lints the docs of every JSR entry point (deno doc --lint, what JSR scores documentation by)", () => {
+  const lint = /deno doc --lint ([^&]+)/.exec(pkg.scripts["check:deno"])?.[1]?.trim().split(/\s+/) ?? [];
+  const sources = Object.values(deno.exports as Record<string, string>).map((source) => source.slice(2));
+  expect(lint.sort()).toEqual(sources.sort());
+  expect(pkg.scripts.test).toContain("check:deno");
+});
+
 function files(dir: string): string[] {
   return readdirSync(dir).flatMap((name) => {
     const path = join(dir, name);

@@ -22,11 +22,13 @@ export interface ApproveOptions {
  * get there (an error page, an unexpected form), which some cases expect.
  */
 export interface ApprovalDriver {
+  /** Runs the user's side of `authorizeUrl` and resolves to the redirect back to the client. */
   approve(authorizeUrl: URL, options: ApproveOptions): Promise<URL>;
 }
 
 /** Thrown by drivers when the flow does not reach the redirect_uri. */
 export class DriverError extends Error {
+  /** Says where the flow stopped. */
   constructor(message: string) {
     super(message);
     this.name = "DriverError";
@@ -38,6 +40,7 @@ export class DriverError extends Error {
  * client before (remembered consent): the user had no Deny button to press. Cases that need one skip.
  */
 export class ConsentRemembered extends DriverError {
+  /** The default message says what happened. */
   constructor(message = "The server remembered the user's consent and issued a code without asking: there was no Deny to press") {
     super(message);
     this.name = "ConsentRemembered";

@@ -7,15 +7,21 @@
 
 /** One form control. */
 export interface FormControl {
+  /** The element, lower case. */
   tag: "input" | "button" | "select" | "textarea";
   /** Lower-case `type`; `submit` for a button without one. */
   type: string;
+  /** The `name` attribute; a control without one is not submitted. */
   name: string | undefined;
+  /** The value it submits (for a `select`, the selected option's). */
   value: string;
+  /** For a checkbox or radio button: whether it is checked, and so submitted. */
   checked: boolean;
+  /** A disabled control is never submitted. */
   disabled: boolean;
   /** The visible text of a button, for choosing Allow or Deny. */
   text: string;
+  /** The `id` attribute. */
   id: string | undefined;
 }
 
@@ -23,7 +29,9 @@ export interface FormControl {
 export interface HtmlForm {
   /** The action resolved against the page (or its `<base href>`). */
   action: URL;
+  /** GET unless the form says POST. */
   method: "GET" | "POST";
+  /** Its controls, in document order. */
   controls: FormControl[];
 }
 
@@ -149,6 +157,7 @@ export interface HtmlLink {
   href: URL;
   /** The visible text (tags removed, entities decoded, whitespace collapsed). */
   text: string;
+  /** The `id` attribute. */
   id: string | undefined;
 }
 

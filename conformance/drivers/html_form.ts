@@ -12,7 +12,9 @@ import { followRedirects } from "./redirects.ts";
 
 /** Options of {@link htmlFormDriver}. */
 export interface HtmlFormDriverOptions {
+  /** The test user's name, typed into the login form. */
   username: string;
+  /** The test user's password. */
   password: string;
   /** Most redirects followed in one approval. Default 10. */
   maxRedirects?: number;
