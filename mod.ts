@@ -27,13 +27,13 @@ export type {
   InteractionContext,
 } from "./lib/options.ts";
 export { ConfigurationError, ERROR_STATUS, OAuthError, type OAuthErrorCode, type OAuthErrorOptions } from "./lib/errors.ts";
-export type { ClientRegistration, ClientRegistry, RegisteredClient } from "./lib/clients.ts";
+export type { ClientRegistration, ClientRegistry, RegisteredClient, RegisterOptions } from "./lib/clients.ts";
 export type { AccessTokenInfo } from "./lib/bearer.ts";
-export type { ProfileParts, Profile } from "./lib/options.ts";
+export type { CoreOptions, ProfileParts, Profile } from "./lib/options.ts";
 export type { ScopePolicy } from "./lib/scope.ts";
-export type { CorsOrigins } from "./lib/cors.ts";
-export type { ClientMetadataDocumentOptions } from "./lib/client_metadata_document.ts";
-export type { RegistrationOptions } from "./lib/registration.ts";
+export type { CorsOrigins } from "./lib/features/cors.ts";
+export type { ClientMetadataDocumentOptions } from "./lib/features/client_metadata_documents.ts";
+export type { RegistrationOptions } from "./lib/features/registration.ts";
 export {
   introspectionTokenVerifier,
   type IntrospectionVerifierOptions,

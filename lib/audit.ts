@@ -6,7 +6,6 @@
  *
  * @module
  */
-import type { Incoming } from "./http.ts";
 
 /** Every audit event type, with when it is reported. */
 export const AUDIT_EVENTS = {
@@ -47,39 +46,4 @@ export interface AuditEvent {
   address?: string;
   /** A short, fixed reason, e.g. `wrong_password` or `client_auth`. */
   reason?: string;
-}
-
-/** What an event reporter needs from the server context. */
-export interface AuditContext {
-  clock: () => number;
-  onEvent: ((event: AuditEvent) => void) | undefined;
-  clientAddress: (peer: string | undefined, header: (name: string) => string | null) => string | undefined;
-}
-
-/** The client's address of a request: its peer, or behind a trusted proxy the address the proxy forwarded. */
-export function clientAddressOf(incoming: Incoming, context: AuditContext): string | undefined {
-  return context.clientAddress(incoming.remoteAddress, (name) => incoming.request.headers.get(name));
-}
-
-/** Reports an event to `onEvent`, with the time and the request's client address; a throwing hook is ignored. */
-export function audit(
-  context: AuditContext,
-  incoming: Incoming | undefined,
-  event: Omit<AuditEvent, "time" | "address">,
-  address?: string,
-): void {
-  const hook = context.onEvent;
-  if (hook === undefined) return;
-  const at = address ?? (incoming ? clientAddressOf(incoming, context) : undefined);
-  const full: AuditEvent = { type: event.type, time: context.clock() };
-  if (event.client_id !== undefined) full.client_id = event.client_id;
-  if (event.user_id !== undefined) full.user_id = event.user_id;
-  if (event.grant_id !== undefined) full.grant_id = event.grant_id;
-  if (at !== undefined) full.address = at;
-  if (event.reason !== undefined) full.reason = event.reason;
-  try {
-    hook(full);
-  } catch {
-    // An audit hook must not break the request it reports on.
-  }
 }

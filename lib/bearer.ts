@@ -1,11 +1,41 @@
 /**
- * The resource-API guard: Bearer tokens in the Authorization header (RFC 6750 §2.1, §3; spec §4.3).
+ * Reading an access token from the `Authorization` header (RFC 6750 §2.1; RFC 9449 §7.1 for `DPoP`): the one
+ * parser the resource guards and the registration endpoint share.
  *
  * @module
  */
-import { sha256 } from "./sha256.ts";
-import { OAuthError } from "./errors.ts";
-import type { ServerContext } from "./options.ts";
+
+/** What an `Authorization` header holds for a token scheme. */
+export type PresentedToken =
+  /** No header, or another scheme: the request carried no token of this scheme (RFC 6750 §3.1: no error code). */
+  | { readonly kind: "absent" }
+  /** The scheme, but not a single token68 after it. */
+  | { readonly kind: "malformed" }
+  | { readonly kind: "token"; readonly token: string };
+
+const ABSENT: PresentedToken = Object.freeze({ kind: "absent" });
+const MALFORMED: PresentedToken = Object.freeze({ kind: "malformed" });
+/** `<scheme> <token68>` (RFC 9110 §11.4, RFC 6750 §2.1 b64token), the scheme case-insensitive. */
+const TOKEN68 = /^ +([A-Za-z0-9\-._~+/]+=*) *$/;
+
+/**
+ * The token of an `Authorization` header of `scheme` (`Bearer`, or `DPoP`).
+ *
+ * @example
+ * ```ts
+ * presentedToken("Bearer mF_9.B5f-4.1JqM"); // { kind: "token", token: "mF_9.B5f-4.1JqM" }
+ * presentedToken("Basic Zm9vOmJhcg==");     // { kind: "absent" }
+ * ```
+ */
+export function presentedToken(header: string | null, scheme = "Bearer"): PresentedToken {
+  if (header === null || header.length < scheme.length || header.slice(0, scheme.length).toLowerCase() !== scheme.toLowerCase()) {
+    return ABSENT;
+  }
+  const rest = header.slice(scheme.length);
+  if (rest !== "" && rest[0] !== " ") return ABSENT; // "Bearerx": another scheme
+  const match = TOKEN68.exec(rest);
+  return match === null ? MALFORMED : { kind: "token", token: match[1]! };
+}
 
 /** What a valid access token grants. */
 export interface AccessTokenInfo {
@@ -19,54 +49,4 @@ export interface AccessTokenInfo {
   exp: number;
   /** The resources the token was issued for (RFC 8707), as `aud` in introspection; absent when unbound. */
   aud?: string[];
-}
-
-/** `Bearer <b64token>` (RFC 6750 §2.1), the scheme case-insensitive. */
-const BEARER = /^Bearer +([A-Za-z0-9\-._~+/]+=*) *$/i;
-
-/**
- * Verifies the `Authorization` header of a resource request. Throws `OAuthError` carrying the status and the
- * `WWW-Authenticate` challenge to send: 401 with a bare challenge when no token was sent (RFC 6750 §3.1), 400
- * `invalid_request` for a malformed header, 401 `invalid_token` for a bad, expired or revoked token or a paused
- * client, 403 `insufficient_scope` when `requiredScope` is missing.
- */
-export async function verifyBearer(
-  authorization: string | null,
-  requiredScope: string | undefined,
-  context: ServerContext,
-): Promise<AccessTokenInfo> {
-  // Stryker disable next-line StringLiteral: any stand-in for a missing header that does not start with "bearer" does the same
-  const header = authorization ?? "";
-  if (!/^bearer(?: |$)/i.test(header)) {
-    throw new OAuthError("invalid_token", {
-      description: "An access token is required",
-      headers: { "www-authenticate": `Bearer realm="${context.issuer}"` },
-    });
-  }
-  const match = BEARER.exec(header);
-  if (!match) throw refused("invalid_request", "The Authorization header is malformed", context);
-  const now = context.clock();
-  const record = await context.storage.findAccessToken(sha256(match[1]!), now);
-  const client = record && await context.storage.getClient(record.client_id);
-  if (!record || !client || !client.active) {
-    throw refused("invalid_token", "The access token is invalid or has expired", context);
-  }
-  if (requiredScope !== undefined && !record.scope.split(" ").includes(requiredScope)) {
-    throw refused("insufficient_scope", "The access token does not grant the required scope", context, `, scope="${requiredScope}"`);
-  }
-  const info: AccessTokenInfo = { client_id: record.client_id, scope: record.scope, exp: Math.floor(record.expires_at / 1000) };
-  if (record.user_id !== undefined) info.user_id = record.user_id;
-  if (record.resource !== undefined) info.aud = [...record.resource];
-  return info;
-}
-
-/** The error, and its RFC 6750 §3 challenge naming the error code. */
-function refused(
-  code: "invalid_request" | "invalid_token" | "insufficient_scope",
-  description: string,
-  context: ServerContext,
-  extra = "",
-): OAuthError {
-  const challenge = `Bearer realm="${context.issuer}", error="${code}", error_description="${description}"${extra}`;
-  return new OAuthError(code, { description, headers: { "www-authenticate": challenge } });
 }

@@ -1,16 +1,16 @@
 /**
- * Client registration: the programmatic API behind `server.clients`.
+ * The client registry behind `server.clients`: registration, pausing, deletion and secret rotation, each
+ * through the one door for clients (`lib/core/admission.ts`), so the library, the config file and the command
+ * line keep the same rules as dynamic registration and client metadata documents.
  *
  * @module
  */
-import { audit } from "./audit.ts";
+import type { ClientAdmission, ClientDraft } from "./core/admission.ts";
+import type { EventInput } from "./core/exchange.ts";
+import { ConfigurationError } from "./errors.ts";
 import { randomToken } from "./crypto.ts";
 import { sha256 } from "./sha256.ts";
-import { ConfigurationError } from "./errors.ts";
-import { grantTypesProblem } from "./grants/registry.ts";
-import type { ResolvedOptions } from "./options.ts";
-import type { ClientRecord, GrantType } from "./storage/types.ts";
-import { LOOPBACK_HOSTS } from "./redirect_uri.ts";
+import type { ClientOrigin, ClientRecord, GrantType, Storage } from "./storage/types.ts";
 
 /** What {@link ClientRegistry.register} takes. */
 export interface ClientRegistration {
@@ -22,7 +22,10 @@ export interface ClientRegistration {
   name: string;
   /** `public` clients have no secret and must use PKCE. */
   type: "public" | "confidential";
-  /** Exact redirect URIs; required for the authorization_code grant. */
+  /**
+   * Exact redirect URIs; required for the authorization_code grant. https, http only on a loopback host, or a
+   * private-use scheme in reverse-domain form for native apps (RFC 8252 §7.1); never a fragment or userinfo.
+   */
   redirect_uris?: string[];
   /** Scopes the client may ask for; each must be one of the server's. */
   scopes: string[];
@@ -36,10 +39,21 @@ export interface ClientRegistration {
    * (`"all"`, for a resource server). Refresh tokens answer only to their own client either way.
    */
   introspection?: "own" | "all";
-  /** Default: `["authorization_code", "refresh_token"]`. */
+  /** Default: with redirect URIs `["authorization_code", "refresh_token"]`, else `["client_credentials"]`. */
   grant_types?: GrantType[];
   /** Whether client_credentials responses carry a refresh token. Default false. */
   client_credentials_refresh_token?: boolean;
+}
+
+/** Options of {@link ClientRegistry.register} for the operator's own tools. */
+export interface RegisterOptions {
+  /** Who registers it: the config file or the command line (default: the library, no origin). */
+  origin?: ClientOrigin;
+  /**
+   * Keep what happened since an earlier registration of the same id: paused or not, `created_at` and
+   * `last_used_at` (the config file, which registers its clients at every start).
+   */
+  keepState?: boolean;
 }
 
 /** What {@link ClientRegistry.register} returns: the stored record, and the secret, which is not kept. */
@@ -52,8 +66,8 @@ export interface RegisteredClient {
 
 /** The client administration API. */
 export interface ClientRegistry {
-  /** Registers a client, or replaces the one with the same id. */
-  register(registration: ClientRegistration): Promise<RegisteredClient>;
+  /** Registers a client, or replaces the one with the same id; throws `ConfigurationError` naming the field. */
+  register(registration: ClientRegistration, options?: RegisterOptions): Promise<RegisteredClient>;
   /** A client by id, or null. */
   get(clientId: string): Promise<ClientRecord | null>;
   /** Pauses a client: it can no longer authenticate, and its tokens stop working. */
@@ -62,118 +76,69 @@ export interface ClientRegistry {
   resume(clientId: string): Promise<ClientRecord | null>;
   /** Deletes a client and revokes all its grants; false when there was none. */
   delete(clientId: string): Promise<boolean>;
+  /**
+   * Gives a confidential client a new secret, returned once; the old one stops working. Refuses a public
+   * client, and one from the config file (which sets its secret again at every start).
+   */
+  rotateSecret(clientId: string): Promise<{ client: ClientRecord; client_secret: string }>;
 }
 
-// RFC 6749 Appendix A.1: client_id = *VSCHAR (0x20-0x7E).
-const CLIENT_ID = /^[\x20-\x7e]{1,255}$/;
-
-const fail = (message: string): never => {
-  throw new ConfigurationError(`Cannot register client: ${message}`);
-};
-
-/** Checks a redirect URI as RFC 6749 §3.1.2 and RFC 9700 §4.1 require: absolute, no fragment, no plain http. */
-function checkRedirectUri(uri: unknown): string {
-  if (typeof uri !== "string") return fail(`redirect URIs must be strings`);
-  let url: URL;
-  try {
-    url = new URL(uri);
-  } catch {
-    return fail(`redirect URI must be an absolute URL: "${uri}"`);
-  }
-  if (uri.includes("#")) fail(`redirect URI must not have a fragment: "${uri}"`);
-  if (url.protocol === "http:" && !LOOPBACK_HOSTS.includes(url.hostname)) {
-    fail(`redirect URI must use https (http only on a loopback host): "${uri}"`);
-  }
-  if (url.protocol === "javascript:" || url.protocol === "data:") fail(`redirect URI scheme is not allowed: "${uri}"`);
-  return uri;
+/** What the registry needs of its server. */
+export interface RegistryContext {
+  readonly storage: Storage;
+  readonly admission: ClientAdmission;
+  emit(event: EventInput): void;
 }
 
-/** Validates a registration and turns it into a stored record and the secret to hand out. */
-export async function buildClient(
-  registration: ClientRegistration,
-  options: ResolvedOptions,
-): Promise<RegisteredClient> {
-  const r = registration;
-  if (typeof r !== "object" || r === null) fail("the registration must be an object");
-  const clientId = r.client_id ?? randomToken().slice(0, 22);
-  if (!CLIENT_ID.test(clientId)) fail(`"client_id" must be 1-255 visible ASCII characters or spaces: "${clientId}"`);
-  if (typeof r.name !== "string" || r.name.trim() === "") fail(`"name" is required for client "${clientId}"`);
-  if (r.type !== "public" && r.type !== "confidential") {
-    fail(`"type" must be "public" or "confidential" for client "${clientId}"`);
-  }
-  const grantTypes = r.grant_types ?? ["authorization_code", "refresh_token"];
-  if (!Array.isArray(grantTypes) || grantTypes.length === 0) fail(`"grant_types" must be a non-empty list`);
-  const redirectUris = (r.redirect_uris ?? []).map(checkRedirectUri);
-  const problem = grantTypesProblem(grantTypes, { type: r.type, redirect_uris: redirectUris });
-  if (problem !== undefined) fail(`client "${clientId}": ${problem}`);
-  if (!Array.isArray(r.scopes) || r.scopes.length === 0) fail(`"scopes" must list at least one scope`);
-  for (const s of r.scopes) if (!options.scopes.has(s)) fail(`client "${clientId}" names unknown scope "${s}"`);
-
-  if (r.default_scope !== undefined) {
-    const tokens = typeof r.default_scope === "string" ? r.default_scope.split(" ") : [];
-    if (tokens.length === 0 || !tokens.every((t) => r.scopes.includes(t))) {
-      fail(`the default scope of client "${clientId}" must be a space-delimited list of its scopes`);
-    }
-    if (options.scopePolicy === "single" && tokens.length !== 1) {
-      fail(`the default scope of client "${clientId}" must be one scope under the single scope policy`);
-    }
-  }
-
-  let secret: string | undefined;
-  if (r.type === "confidential") {
-    secret = r.client_secret ?? randomToken();
-    if (typeof secret !== "string" || secret.length < 16) {
-      fail(`the secret of client "${clientId}" must be at least 16 characters`);
-    }
-  } else if (r.client_secret !== undefined) {
-    fail(`public client "${clientId}" must not have a secret`);
-  }
-  const client: ClientRecord = {
-    client_id: clientId,
-    name: r.name,
-    type: r.type,
-    redirect_uris: redirectUris,
-    scopes: [...r.scopes],
-    grant_types: [...grantTypes],
-    client_credentials_refresh_token: r.client_credentials_refresh_token === true,
-    active: true,
-    created_at: options.clock(),
-  };
-  if (secret !== undefined) client.secret_hash = sha256(secret);
-  if (r.default_scope !== undefined) client.default_scope = r.default_scope;
-  if (r.introspection !== undefined) {
-    if (r.introspection !== "own" && r.introspection !== "all") fail(`"introspection" must be "own" or "all" for client "${clientId}"`);
-    if (r.type !== "confidential") fail(`public client "${clientId}" cannot introspect`);
-    client.introspection = r.introspection;
-  }
-  return secret === undefined ? { client } : { client, client_secret: secret };
-}
-
-/** The registry bound to one server's options. */
-export function clientRegistry(options: ResolvedOptions): ClientRegistry {
-  const { storage } = options;
+/** The registry of one server. */
+export function clientRegistry({ storage, admission, emit }: RegistryContext): ClientRegistry {
   return {
-    async register(registration) {
-      const registered = await buildClient(registration, options);
-      await storage.saveClient(registered.client);
-      audit(options, undefined, { type: "client.registered", client_id: registered.client.client_id });
-      return registered;
+    async register(registration, options = {}) {
+      const draft: ClientDraft = registration;
+      const admitted = admission.admit(draft, { origin: options.origin, authorized: true });
+      const { client } = admitted;
+      if (options.keepState) {
+        const before = await storage.getClient(client.client_id);
+        if (before) {
+          client.active = before.active;
+          client.created_at = before.created_at;
+          if (before.last_used_at !== undefined) client.last_used_at = before.last_used_at;
+        }
+      }
+      await storage.saveClient(client);
+      emit({ type: "client.registered", client_id: client.client_id, reason: options.origin });
+      return admitted;
     },
     get: (clientId) => storage.getClient(clientId),
     async pause(clientId) {
       const client = await storage.setClientActive(clientId, false);
-      if (client) audit(options, undefined, { type: "client.paused", client_id: clientId });
+      if (client) emit({ type: "client.paused", client_id: clientId });
       return client;
     },
     async resume(clientId) {
       const client = await storage.setClientActive(clientId, true);
-      if (client) audit(options, undefined, { type: "client.resumed", client_id: clientId });
+      if (client) emit({ type: "client.resumed", client_id: clientId });
       return client;
     },
     async delete(clientId) {
       const deleted = await storage.deleteClient(clientId);
-      if (deleted) audit(options, undefined, { type: "client.deleted", client_id: clientId });
+      if (deleted) emit({ type: "client.deleted", client_id: clientId });
       return deleted;
+    },
+    async rotateSecret(clientId) {
+      const client = await storage.getClient(clientId);
+      if (!client) throw new ConfigurationError(`Cannot rotate secret: no client "${clientId}"`);
+      if (client.type !== "confidential") throw new ConfigurationError(`Cannot rotate secret: client "${clientId}" is public: it has no secret to rotate`);
+      if (client.origin === "config") {
+        throw new ConfigurationError(
+          `Cannot rotate secret: client "${clientId}" comes from the config file, which sets it again at every start: change its client_secret there`,
+        );
+      }
+      const secret = randomToken();
+      const rotated: ClientRecord = { ...client, secret_hash: sha256(secret) };
+      await storage.saveClient(rotated);
+      emit({ type: "client.registered", client_id: clientId, reason: "secret_rotated" });
+      return { client: rotated, client_secret: secret };
     },
   };
 }

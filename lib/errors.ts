@@ -88,10 +88,13 @@ export class OAuthError extends Error {
 
 /** Thrown by {@link createAuthorizationServer} and the registration API for a bad configuration. */
 export class ConfigurationError extends Error {
+  /** The path of the option at fault (`registration.initialAccessToken`), when one option is. */
+  readonly option: string | undefined;
   /** A configuration problem, in a sentence that names the option and the value. */
-  constructor(message: string) {
+  constructor(message: string, option?: string) {
     super(message);
     this.name = "ConfigurationError";
+    this.option = option;
   }
 }
 

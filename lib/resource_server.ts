@@ -7,9 +7,10 @@
  *
  * @module
  */
-import type { AccessTokenInfo } from "./bearer.ts";
+import { type AccessTokenInfo, presentedToken } from "./bearer.ts";
+import { challengeJson, toOAuthError } from "./core/render.ts";
 import { OAuthError } from "./errors.ts";
-import { LOOPBACK_HOSTS } from "./redirect_uri.ts";
+import { checkResourceUri } from "./resource_uri.ts";
 
 /**
  * Looks an access token up; resolves to what it grants, or null when it is unknown, expired or revoked. Throw
@@ -57,8 +58,6 @@ export interface ProtectedResource {
 }
 
 const WELL_KNOWN = "/.well-known/oauth-protected-resource";
-/** `Bearer <b64token>` (RFC 6750 §2.1), the scheme case-insensitive. */
-const BEARER = /^Bearer +([A-Za-z0-9\-._~+/]+=*) *$/i;
 
 /** A quoted-string for a challenge parameter (RFC 9110 §5.6.4); our values hold no quote or backslash. */
 const quoted = (value: string) => `"${value.replace(/["\\]/g, "")}"`;
@@ -104,19 +103,18 @@ export function protectedResource(options: ProtectedResourceOptions): ProtectedR
     new OAuthError(code, { description, headers: { "www-authenticate": challenge(code, description, scopes) } });
 
   async function verify(request: Request, scopes?: string[]): Promise<AccessTokenInfo> {
-    const authorization = request.headers.get("authorization");
-    if (authorization === null || !/^bearer(?: |$)/i.test(authorization)) {
+    const presented = presentedToken(request.headers.get("authorization"));
+    if (presented.kind === "absent") {
       // RFC 6750 §3.1: no error code when the request carried no token at all.
       throw new OAuthError("invalid_token", {
         description: "An access token is required",
         headers: { "www-authenticate": challenge(undefined, undefined, scopes) },
       });
     }
-    const match = BEARER.exec(authorization);
-    if (!match) throw refuse("invalid_request", "The Authorization header is malformed", scopes);
+    if (presented.kind === "malformed") throw refuse("invalid_request", "The Authorization header is malformed", scopes);
     let info: AccessTokenInfo | null;
     try {
-      info = await options.verify(match[1]!);
+      info = await options.verify(presented.token);
     } catch (cause) {
       if (cause instanceof OAuthError && cause.status === 503) throw cause;
       throw new OAuthError("temporarily_unavailable", { description: "The token could not be checked", cause });
@@ -171,19 +169,8 @@ export function protectedResource(options: ProtectedResourceOptions): ProtectedR
 
 /** The RFC 6750 §3 answer for a refusal; anything unexpected becomes a generic 500 without details. */
 function challengeResponse(error: unknown): Response {
-  const oauth = error instanceof OAuthError
-    ? error
-    : new OAuthError("server_error", { description: "The server could not complete the request" });
-  const headers = new Headers(oauth.headers);
-  headers.set("content-type", "application/json");
-  headers.set("cache-control", "no-store");
-  // Browser-based clients must be able to read the challenge to find the metadata.
-  headers.set("access-control-allow-origin", "*");
-  headers.set("access-control-expose-headers", "WWW-Authenticate");
-  return new Response(JSON.stringify({ error: oauth.code, error_description: oauth.description }), {
-    status: oauth.status,
-    headers,
-  });
+  const parts = challengeJson(toOAuthError(error, () => {}, { endpoint: "resource", method: "", path: "" }));
+  return new Response(parts.body, parts);
 }
 
 function checkResource(resource: string): URL {
@@ -192,23 +179,6 @@ function checkResource(resource: string): URL {
     throw new TypeError(`Cannot protect resource: "resource" must be an absolute https URL without fragment: "${resource}"`);
   }
   return url;
-}
-
-/**
- * Parses a resource indicator (RFC 8707 §2): an absolute URI without fragment, https (or http on a loopback host,
- * as for the issuer). Returns null for anything else.
- */
-export function checkResourceUri(value: string): URL | null {
-  if (value.includes("#")) return null;
-  let url: URL;
-  try {
-    url = new URL(value);
-  } catch {
-    return null;
-  }
-  const loopback = LOOPBACK_HOSTS.includes(url.hostname);
-  if (url.protocol === "https:" || (url.protocol === "http:" && loopback)) return url;
-  return null;
 }
 
 /** Options of {@link introspectionTokenVerifier}. */

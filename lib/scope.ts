@@ -5,8 +5,10 @@
  * @module
  */
 import { OAuthError } from "./errors.ts";
-import { SCOPE_TOKEN } from "./options.ts";
 import type { ClientRecord } from "./storage/types.ts";
+
+/** A scope token (RFC 6749 §3.3): printable ASCII except space, `"` and `\`. */
+export const SCOPE_TOKEN: RegExp = /^[\x21\x23-\x5b\x5d-\x7e]+$/;
 
 /** `single`: exactly one scope per request (the spec, §8). `multiple`: RFC 6749 §3.3, space-delimited. */
 export type ScopePolicy = "single" | "multiple";

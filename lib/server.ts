@@ -1,17 +1,24 @@
 /**
- * `createAuthorizationServer`: the public entry point.
+ * `createAuthorizationServer`: the public entry point. It builds the server from the core's tables (endpoints,
+ * grants, client-authentication methods) and the feature table, and wraps it in the public API.
  *
  * @module
  */
-import { type AccessTokenInfo, verifyBearer } from "./bearer.ts";
+import type { AccessTokenInfo } from "./bearer.ts";
+import { CLIENT_AUTH_METHODS } from "./client_auth/registry.ts";
 import { clientRegistry, type ClientRegistry } from "./clients.ts";
-import { hmacKey } from "./crypto.ts";
-import { metadataDocument } from "./endpoints/metadata.ts";
-import { bindGrants } from "./grants/registry.ts";
-import { remoteAddressOf, respond, targetOf } from "./http.ts";
-import { type AuthorizationServerOptions, resolveOptions, type ServerContext } from "./options.ts";
-import { createRouter, resourceErrorResponse } from "./router.ts";
+import { assemble, optionTable, type ServerTables } from "./core/assemble.ts";
+import type { OptionSpec } from "./core/option_table.ts";
+import { errorJson, toOAuthError } from "./core/render.ts";
+import { createRouter } from "./core/router.ts";
+import { ENDPOINTS } from "./endpoints/index.ts";
+import { FEATURES } from "./features/index.ts";
+import { GRANTS } from "./grants/registry.ts";
+import { GUARD_READS, verifyBearer } from "./guard.ts";
+import { pathOf, remoteAddressOf, respond, targetOf } from "./http.ts";
+import type { AuthorizationServerOptions } from "./options.ts";
 import type { Storage } from "./storage/types.ts";
+import { bindView } from "./core/view.ts";
 
 /** A running authorization server: a fetch handler plus the APIs around it. */
 export interface AuthorizationServer {
@@ -23,7 +30,7 @@ export interface AuthorizationServer {
    * address is read from it for throttling.
    */
   readonly fetch: (request: Request, info?: unknown) => Promise<Response>;
-  /** Registers, reads, pauses and resumes clients. */
+  /** Registers, reads, pauses, resumes, deletes clients and rotates their secrets. */
   readonly clients: ClientRegistry;
   /** The store in use. */
   readonly storage: Storage;
@@ -46,8 +53,15 @@ export interface AuthorizationServer {
   metadata(): Record<string, unknown>;
 }
 
+/** The tables a server is built from: the core's endpoints, grants and methods, and the feature table. */
+export const SERVER_TABLES: ServerTables = { endpoints: ENDPOINTS, grants: GRANTS, clientAuth: CLIENT_AUTH_METHODS, features: FEATURES };
+
+/** Every option of `createAuthorizationServer`, with its type, docs and config key (the one option table). */
+export const OPTIONS: readonly OptionSpec[] = optionTable(FEATURES);
+
 /**
- * Creates an authorization server. Options are checked at once; a bad one throws `ConfigurationError`.
+ * Creates an authorization server. Options are checked at once; a bad one throws `ConfigurationError` whose
+ * `option` names it.
  *
  * @example
  * ```ts
@@ -62,31 +76,28 @@ export interface AuthorizationServer {
  * ```
  */
 export function createAuthorizationServer(options: AuthorizationServerOptions): AuthorizationServer {
-  const resolved = resolveOptions(options);
-  let key: Promise<CryptoKey> | undefined;
-  const base = { ...resolved, csrfKey: () => (key ??= hmacKey(resolved.secret)) };
-  const context: ServerContext = Object.freeze({ ...base, grants: bindGrants(base) });
-  const route = createRouter(context);
-  const verifyAuthorization = (authorization: string | null, requiredScope?: string) =>
-    verifyBearer(authorization, requiredScope, context);
+  const { core, endpoints, hooks } = assemble(options, SERVER_TABLES);
+  const route = createRouter(core, endpoints, hooks);
+  const guard = bindView(core, new Map(), GUARD_READS, []) as never;
+  const verifyAuthorization = (authorization: string | null, requiredScope?: string) => verifyBearer(authorization, requiredScope, guard);
 
   return {
-    issuer: context.issuer,
+    issuer: core.issuer,
     fetch: (request, info) => route(request, remoteAddressOf(request, info)),
-    clients: clientRegistry(context),
-    storage: context.storage,
+    clients: clientRegistry(core),
+    storage: core.storage,
     verifyAuthorization,
     verifyAccessToken: (request, requiredScope) => verifyAuthorization(request.headers.get("authorization"), requiredScope),
-    protect: (requiredScope, handler) => async (request, info) => {
+    protect: (requiredScope, handler) => async (request) => {
       let token: AccessTokenInfo;
       try {
         token = await verifyAuthorization(request.headers.get("authorization"), requiredScope);
       } catch (error) {
-        const incoming = { request, target: targetOf(request.url), remoteAddress: remoteAddressOf(request, info) };
-        return respond(request, resourceErrorResponse(error, incoming, context));
+        const where = { endpoint: "resource", method: request.method, path: pathOf(targetOf(request.url)) };
+        return respond(request, errorJson(toOAuthError(error, core.onError, where)));
       }
       return handler(request, token);
     },
-    metadata: () => metadataDocument(context),
+    metadata: () => structuredClone(core.metadata) as Record<string, unknown>,
   };
 }

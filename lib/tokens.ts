@@ -5,7 +5,6 @@
  */
 import { randomToken } from "./crypto.ts";
 import { sha256 } from "./sha256.ts";
-import type { ServerContext } from "./options.ts";
 import type { IssuedTokens } from "./storage/types.ts";
 
 /** The token response (spec §2; RFC 6749 §5.1). */
@@ -42,18 +41,18 @@ export interface MintRequest {
 /** Mints an access token (and a refresh token when asked): the response to send and the records to store. */
 export function mintTokens(
   request: MintRequest,
-  context: Pick<ServerContext, "accessTokenTtl">,
+  accessTokenTtl: number,
   now: number,
 ): { response: TokenResponse; records: IssuedTokens } {
   const accessToken = randomToken();
   const response: TokenResponse = {
     access_token: accessToken,
     token_type: "Bearer",
-    expires_in: Math.floor(context.accessTokenTtl / 1000),
+    expires_in: Math.floor(accessTokenTtl / 1000),
     scope: request.scope,
   };
   const records: IssuedTokens = {
-    access: { hash: sha256(accessToken), client_id: request.client_id, scope: request.scope, expires_at: now + context.accessTokenTtl },
+    access: { hash: sha256(accessToken), client_id: request.client_id, scope: request.scope, expires_at: now + accessTokenTtl },
   };
   if (request.user_id !== undefined) records.access.user_id = request.user_id;
   if (request.grant_id !== undefined) records.access.grant_id = request.grant_id;

@@ -21,7 +21,7 @@ describe("client registration", () => {
   test.each(["javascript:alert(1)", "data:text/html,hi"])("refuses the redirect URI %s", async (uri) => {
     const { server } = await fixture();
     await expect(server.clients.register({ client_id: "x", name: "X", type: "public", redirect_uris: [uri], scopes: ["read"] }))
-      .rejects.toThrow(/scheme is not allowed/);
+      .rejects.toThrow(/uses a forbidden scheme/);
   });
 
   test("a secret needs 16 characters: 15 are refused, 16 accepted", async () => {

@@ -10,7 +10,11 @@ describe("createAuthorizationServer checks its options", () => {
     [{ issuer: "http://auth.example.com" }, /https/],
     [{ issuer: "https://auth.example.com?x=1" }, /no query or fragment/],
     [{ scopes: {} }, /at least one scope/],
-    [{ scopes: { "two words": "x" } }, /scope tokens: "two words"/],
+    [{ scopes: { "two words": "x" } }, /"scopes" names "two words", which is no RFC 6749 scope token/],
+    [{ registraton: { enabled: true } }, /"registraton" is not an option \(did you mean "registration"\?\)/],
+    [{ registration: { enabled: true, initialAccessToken: "short" } }, /"registration.initialAccessToken" must be at least 16 characters/],
+    [{ refreshGraceSeconds: 4000 }, /"refreshGraceSeconds" must be at most 3600/],
+    [{ cors: { origins: ["https://a.example/path"] } }, /"cors.origins" must list origins/],
     [{ lifetimes: { accessToken: 0 } }, /lifetimes.accessToken/],
     [{ lifetimes: { refreshToken: 1.5 } }, /lifetimes.refreshToken/],
     [{ secret: "short" }, /at least 32 bytes/],
@@ -19,6 +23,17 @@ describe("createAuthorizationServer checks its options", () => {
   ])("%j", (override, message) => {
     expect(() => createAuthorizationServer({ ...base, ...override } as never)).toThrow(ConfigurationError);
     expect(() => createAuthorizationServer({ ...base, ...override } as never)).toThrow(message);
+  });
+
+  test("a library error names the option's path, so a config file can name its key", () => {
+    let error: unknown;
+    try {
+      createAuthorizationServer({ ...base, registration: { enabled: true, initialAccessToken: "short" } });
+    } catch (caught) {
+      error = caught;
+    }
+    expect(error).toBeInstanceOf(ConfigurationError);
+    expect((error as ConfigurationError).option).toBe("registration.initialAccessToken");
   });
 
   test("http is allowed on loopback issuers only", () => {
@@ -32,10 +47,10 @@ describe("client registration checks the record", () => {
   test.each([
     [{ type: "public", redirect_uris: ["https://a/cb"], client_secret: "0123456789abcdef0" }, /must not have a secret/],
     [{ type: "public", grant_types: ["client_credentials"] }, /cannot use client_credentials/],
-    [{ type: "confidential", redirect_uris: [] }, /needs at least one redirect URI/],
+    [{ type: "confidential", redirect_uris: [], grant_types: ["authorization_code"] }, /needs at least one redirect URI/],
     [{ type: "confidential", redirect_uris: ["https://a/cb#frag"] }, /fragment/],
-    [{ type: "confidential", redirect_uris: ["http://app.example/cb"] }, /https/],
-    [{ type: "confidential", redirect_uris: ["/relative"] }, /absolute URL/],
+    [{ type: "confidential", redirect_uris: ["http://app.example/cb"] }, /uses http on a host that is not loopback/],
+    [{ type: "confidential", redirect_uris: ["/relative"] }, /not an absolute URI/],
     [{ type: "confidential", redirect_uris: ["https://a/cb"], scopes: ["write"] }, /unknown scope "write"/],
     [{ type: "confidential", redirect_uris: ["https://a/cb"], client_secret: "short" }, /at least 16 characters/],
     [{ type: "confidential", redirect_uris: ["https://a/cb"], grant_types: ["password"] }, /unknown grant type "password"/],

@@ -3,10 +3,7 @@
  * follow the one table of each, through the public handler.
  */
 import { beforeAll, describe, expect, it } from "vitest";
-import { ISSUER, errorOf, fixture, type Fixture, postToken, REDIRECT, SECRETS, TOKEN_URL, webCode } from "./helpers.ts";
-import { bindGrants, GRANTS } from "../lib/grants/registry.ts";
-import type { ServerContext } from "../lib/options.ts";
-import type { ClientRecord } from "../lib/storage/types.ts";
+import { ISSUER, errorOf, fixture, type Fixture, postToken, SECRETS } from "./helpers.ts";
 
 let f: Fixture;
 let metadata: Record<string, unknown>;
@@ -57,52 +54,5 @@ describe("the client authentication registry", () => {
     expect([other.status, other.error]).toEqual([400, "invalid_request"]);
     const ok = await postToken(f.server, { grant_type: "client_credentials", client_id: "backend", scope: "export" }, basic);
     expect(ok.status, await ok.clone().text()).toBe(200);
-  });
-});
-
-describe("each grant sees only the context fields it reads", () => {
-  it("is given, at runtime, a frozen view holding exactly the fields in its reads", () => {
-    const everything = new Proxy({}, { get: (_, key) => `the ${String(key)}` }) as ServerContext;
-    const bound = bindGrants(everything);
-    expect([...bound.keys()]).toEqual(Object.keys(GRANTS));
-    for (const [name, { grant, view }] of bound) {
-      expect([name, Object.isFrozen(view), Object.keys(view).sort()]).toEqual([name, true, [...grant.reads].sort()]);
-      for (const key of grant.reads) expect(view[key], `${name}.${key}`).toBe(`the ${key}`);
-    }
-  });
-
-  it("reads every field it declares and no other in a full run (an undeclared read throws here)", async () => {
-    const events: unknown[] = [];
-    const onEvent = (event: unknown) => void events.push(event);
-    const values: Record<string, unknown> = {
-      clock: f.clock.read, storage: f.storage, scopePolicy: "single", resources: [], refreshGraceMs: 0,
-      accessTokenTtl: 3600, refreshTokenTtl: 86_400, onEvent, clientAddress: (peer: string | undefined) => peer,
-    };
-    // A field nobody should read holds a marker, so an over-declared field shows up as never read.
-    const bound = bindGrants(new Proxy(values, { get: (t, key) => (key in t ? t[key as string] : "unused") }) as unknown as ServerContext);
-    const seen = new Map<string, Set<string>>();
-    const run = async (name: string, form: Record<string, string>, clientId: string) => {
-      const { grant, view } = bound.get(name)!;
-      const reads = seen.get(name) ?? new Set<string>();
-      seen.set(name, reads);
-      const strict = new Proxy(view, {
-        get(target, key) {
-          if (!Object.hasOwn(target, key)) throw new Error(`${name} reads ${String(key)}, which its reads does not list`);
-          reads.add(String(key));
-          return target[key as keyof typeof target];
-        },
-      }) as ServerContext;
-      const client = (await f.storage.getClient(clientId)) as ClientRecord;
-      const incoming = { request: new Request(TOKEN_URL, { method: "POST" }), target: "/index.php?module=OAuth2&action=token", remoteAddress: "192.0.2.7" };
-      return grant.exchange(new Map(Object.entries(form)), client, strict, incoming);
-    };
-    const code = await webCode(f.server);
-    const tokens = await run("authorization_code", { code, redirect_uri: REDIRECT }, "web");
-    await run("refresh_token", { refresh_token: tokens.refresh_token! }, "web");
-    await run("client_credentials", { scope: "export" }, "backend-refresh");
-    for (const [name, grant] of Object.entries(GRANTS)) {
-      expect([name, [...(seen.get(name) ?? [])].sort()]).toEqual([name, [...grant.reads].sort()]);
-    }
-    expect(events).toHaveLength(3);
   });
 });

@@ -4,22 +4,20 @@
  *
  * @module
  */
-import { randomToken } from "../crypto.ts";
-import { sha256 } from "../sha256.ts";
-import { createAuthorizationServer } from "../server.ts";
-import type { GrantName } from "../grants/registry.ts";
+import type { ClientRegistry } from "../clients.ts";
 import type { ClientRecord, Storage } from "../storage/types.ts";
 import { UsageError } from "./args.ts";
 
-/** An open store, and what the config file says about scopes (when a config file named it). */
+/** An open store, and the client registry of the configured server on it. */
 export interface AdminContext {
   storage: Storage;
   /** The store, described without its password. */
   description: string;
-  /** Declared scopes, from the config file; without one, any scope is accepted. */
-  scopes?: Record<string, string>;
-  /** `scope_policy` of the config file. */
-  scopePolicy?: "single" | "multiple";
+  /**
+   * The client registry with the configured server's rules (the one door for clients). Without a config file,
+   * the server knows no scopes, so `scopes` (the ones asked for) are declared for it.
+   */
+  registry(scopes: readonly string[]): ClientRegistry;
   /** Prints one line (or one JSON document) on standard output. */
   print(text: string): void;
   clock(): number;
@@ -47,7 +45,7 @@ async function mustGet(storage: Storage, clientId: string): Promise<ClientRecord
 
 /** The administration commands, by name as in `COMMANDS` (args.ts). */
 export const ADMIN_RUNNERS: Record<string, AdminRunner> = {
-  async "clients add"(flags, _, { storage, description, scopes, scopePolicy, print, clock }) {
+  async "clients add"(flags, _, { storage, description, registry, print }) {
     const name = flags["--name"] as string | undefined;
     if (name === undefined) throw new UsageError("clients add needs --name");
     const requested = list(flags, "--scope");
@@ -59,25 +57,16 @@ export const ADMIN_RUNNERS: Record<string, AdminRunner> = {
     if (clientId !== undefined && (await storage.getClient(clientId))) {
       throw new Error(`client "${clientId}" already exists: use "clients rotate-secret" or "clients delete" first`);
     }
-    // The server's own registration rules (redirect URIs, grant types, scopes, secrets), on this store.
-    const server = createAuthorizationServer({
-      issuer: "http://127.0.0.1",
-      scopes: scopes ?? Object.fromEntries(requested.map((s) => [s, s])),
-      storage,
-      clock,
-      ...(scopePolicy ? { profile: { scopePolicy } } : {}),
-    });
-    const defaultGrants: GrantName[] = redirectUris.length > 0 ? ["authorization_code", "refresh_token"] : ["client_credentials"];
-    const registered = await server.clients.register({
+    // The configured server's rules (redirect URIs, grant types, scopes, secrets), through its one door.
+    const registered = await registry(requested).register({
       ...(clientId === undefined ? {} : { client_id: clientId }),
       name,
       type: isPublic ? "public" : "confidential",
       redirect_uris: redirectUris,
       scopes: requested,
-      grant_types: grantTypes.length > 0 ? grantTypes : defaultGrants,
-    });
-    const client: ClientRecord = { ...registered.client, origin: "cli" };
-    await storage.saveClient(client);
+      ...(grantTypes.length > 0 ? { grant_types: grantTypes } : {}),
+    }, { origin: "cli" });
+    const { client } = registered;
     if (flags["--json"]) {
       print(JSON.stringify({ client: shown(client), ...(registered.client_secret ? { client_secret: registered.client_secret } : {}) }));
     } else {
@@ -119,14 +108,9 @@ export const ADMIN_RUNNERS: Record<string, AdminRunner> = {
     return 0;
   },
 
-  async "clients rotate-secret"(flags, id, { storage, print }) {
+  async "clients rotate-secret"(flags, id, { storage, registry, print }) {
     const client = await mustGet(storage, id!);
-    if (client.type !== "confidential") throw new Error(`client "${id}" is public: it has no secret to rotate`);
-    if (client.origin === "config") {
-      throw new Error(`client "${id}" comes from the config file, which sets it again at every start: change its client_secret there`);
-    }
-    const secret = randomToken();
-    await storage.saveClient({ ...client, secret_hash: sha256(secret) });
+    const { client_secret: secret } = await registry(client.scopes).rotateSecret(client.client_id);
     if (flags["--json"]) print(JSON.stringify({ client_id: client.client_id, client_secret: secret }));
     else print(`client_secret: ${secret}\n(shown once: the old secret no longer works)`);
     return 0;

@@ -4,7 +4,7 @@
  *
  * @module
  */
-import { createReferenceApp, type ReferenceApp } from "../reference/app.ts";
+import { adminServer, createReferenceApp, type ReferenceApp } from "../reference/app.ts";
 import { configWarnings } from "../reference/config.ts";
 import { hashPassword } from "../reference/passwords.ts";
 import { defaultStoreUrl, openStore, type StoreDrivers } from "../reference/store.ts";
@@ -96,8 +96,7 @@ const admin = (name: string): Runner => async (flags, operand, runtime) => {
     return await ADMIN_RUNNERS[name]!(flags, operand, {
       storage: store.storage,
       description: store.description,
-      ...(config ? { scopes: Object.fromEntries(config.scopes.map((s) => [s.name, s.description])) } : {}),
-      ...(config?.scope_policy ? { scopePolicy: config.scope_policy } : {}),
+      registry: (scopes) => adminServer(config, store.storage, scopes).clients,
       print: (text) => console.log(text),
       clock: Date.now,
     });

@@ -3,31 +3,22 @@
  *
  * @module
  */
+import { defineClientAuth, type ClientAuthMethod, type PresentedCredentials } from "../core/client_auth.ts";
 import { OAuthError } from "../errors.ts";
+import { verifySecret } from "./secret.ts";
 
-/** Credentials as a client presented them. */
-export interface PresentedCredentials {
-  method: "client_secret_basic" | "client_secret_post" | "none";
-  client_id: string;
-  client_secret?: string;
-}
-
-const malformed = (): OAuthError =>
-  // Stryker disable next-line ObjectLiteral: authenticateClient replaces this error with its own, which adds the Basic challenge
-  new OAuthError("invalid_client", { description: "The Authorization header is malformed" });
+const malformed = (): OAuthError => new OAuthError("invalid_client", { description: "The Authorization header is malformed" });
 
 /**
  * Reads Basic credentials, or returns null when the header is not Basic. RFC 6749 §2.3.1: both halves are
  * form-urlencoded before base64, so they are decoded the same way here.
  */
 export function readBasic(header: string | null): PresentedCredentials | null {
-  // Stryker disable next-line StringLiteral: any stand-in for a missing header that does not start with "basic " does the same
-  const value = header ?? "";
-  if (!/^basic /i.test(value)) return null;
+  if (header === null || !/^basic /i.test(header)) return null;
   let decoded: string;
   try {
-    // Stryker disable next-line MethodExpression: atob strips ASCII whitespace itself (forgiving-base64); the trim says so
-    decoded = atob(value.slice(6).trim());
+    // atob strips ASCII whitespace itself (forgiving-base64).
+    decoded = atob(header.slice(6).trim());
   } catch {
     throw malformed();
   }
@@ -42,6 +33,13 @@ export function readBasic(header: string | null): PresentedCredentials | null {
     throw malformed();
   }
   if (id === "") throw malformed();
-  // Stryker disable next-line StringLiteral: callers compare a method only with "none" (token and introspection endpoints)
-  return { method: "client_secret_basic", client_id: id, client_secret: secret };
+  return { method: "client_secret_basic", client_id: id, proof: true, material: secret };
 }
+
+/** The `client_secret_basic` method. */
+export const clientSecretBasic: ClientAuthMethod = defineClientAuth({
+  confidential: true,
+  reads: [],
+  read: (exchange) => readBasic(exchange.request.headers.get("authorization")),
+  verify: (presented, client) => verifySecret(presented, client),
+});

@@ -7,18 +7,22 @@
  * @module
  */
 import { consentPage } from "../consent/pages.ts";
-import { audit, clientAddressOf } from "../audit.ts";
 import { CSRF_TTL, csrfToken, verifyCsrfToken } from "../consent/csrf.ts";
+import { defineEndpoint, type Endpoint } from "../core/endpoint.ts";
+import type { Exchange } from "../core/exchange.ts";
+import type { EndUser } from "../core/hooks.ts";
+import { authorizationRedirect } from "../core/render.ts";
+import type { View } from "../core/view.ts";
 import { randomToken } from "../crypto.ts";
-import { sha256 } from "../sha256.ts";
 import { OAuthError } from "../errors.ts";
-import { isFormContentType, parseForm, printable, queryOf, readParams, readText, type ResponseParts, type Incoming } from "../http.ts";
-import type { EndUser, ServerContext } from "../options.ts";
+import { clientMetadataDocumentsFeature, findClient } from "../features/client_metadata_documents.ts";
+import { profile } from "../features/profile.ts";
+import { requestedResource, resourceIndicators } from "../features/resource_indicators.ts";
+import { printable, queryOf, readParams, type ResponseParts } from "../http.ts";
 import { CODE_CHALLENGE } from "../pkce.ts";
-import { findClient } from "../client_lookup.ts";
 import { isLoopbackUri, redirectUriMatches } from "../redirect_uri.ts";
-import { requestedResource } from "../resource_indicator.ts";
 import { requestedScope } from "../scope.ts";
+import { sha256 } from "../sha256.ts";
 import type { ClientRecord } from "../storage/types.ts";
 import { newGrantId } from "../tokens.ts";
 
@@ -36,44 +40,36 @@ interface AuthorizationRequest {
   resource: string[] | undefined;
 }
 
-/** Builds the client redirect for a success or an error (RFC 6749 §4.1.2; `iss` from RFC 9207 §2). */
-export function authorizationRedirect(
-  redirectUri: string,
-  params: Record<string, string | undefined>,
-  issuer: string,
-): string {
-  const url = new URL(redirectUri);
-  for (const name in params) {
-    const value = params[name];
-    if (value !== undefined) url.searchParams.set(name, value);
-  }
-  url.searchParams.set("iss", issuer);
-  return url.href;
-}
+const READS = ["clock", "storage", "scopes", "defaultScope", "authenticateUser", "csrfKey", "codeTtl", "issuer", "admission", "formLimits"] as const;
+const USES = [profile, resourceIndicators, clientMetadataDocumentsFeature] as const;
+type AuthorizeView = View<(typeof READS)[number], typeof USES>;
 
-/** Handles GET (show login or consent) and POST (the login and consent forms post back here). */
-export async function authorizeEndpoint(incoming: Incoming, context: ServerContext): Promise<ResponseParts | Response> {
-  const { request } = incoming;
-  const authorization = await validateRequest(incoming, context);
+/** The authorization endpoint: GET shows login or consent; the login and consent forms POST back here. */
+export const authorizeEndpoint: Endpoint = defineEndpoint({
+  name: "authorize",
+  route: "/authorize",
+  page: true,
+  cors: false,
+  when: (core) => core.authenticateUser !== undefined,
+  reads: READS,
+  uses: USES,
+  methods: { GET: authorize, POST: authorize },
+});
+
+async function authorize(exchange: Exchange, context: AuthorizeView): Promise<ResponseParts | Response> {
+  const { request } = exchange;
+  const authorization = await validateRequest(exchange, context);
   const { client, redirect_uri, scope, state } = authorization;
   const redirectOnError = { uri: redirect_uri, state };
 
-  let form: Map<string, string> | null = null;
-  if (request.method === "POST") {
-    if (!isFormContentType(request.headers.get("content-type"))) {
-      throw new OAuthError("invalid_request", { description: "Forms must be application/x-www-form-urlencoded" });
-    }
-    form = parseForm(await readText(request, context.maxBodyBytes, context.bodyTimeout), context.formLimits);
-  }
-
-  const address = clientAddressOf(incoming, context);
+  const form = request.method === "POST" ? await exchange.form() : null;
   const user = await context.authenticateUser!(request, {
     form: form ? new URLSearchParams([...form]) : null,
     client: { client_id: client.client_id, name: client.name },
     scope,
-    remoteAddress: address,
+    remoteAddress: exchange.address,
     issuer: context.issuer,
-    audit: (event) => audit(context, incoming, { client_id: client.client_id, ...event }, address),
+    audit: (event) => exchange.emit({ client_id: client.client_id, ...event }),
   });
   if (user instanceof Response) return user; // the hook's own page: a login form, a redirect to an IdP
   if (typeof user !== "object" || user === null || typeof user.id !== "string" || user.id === "") {
@@ -94,7 +90,7 @@ export async function authorizeEndpoint(incoming: Incoming, context: ServerConte
       clientId: client.client_id,
       userName: user.name ?? user.id,
       scopes: scope.split(" ").map((name) => ({ name, description: context.scopes.get(name) ?? name })),
-      action: incoming.target,
+      action: exchange.target,
       csrf: await csrfToken(key, bound, now),
       redirectOrigin: redirect_uri,
       // Stryker disable next-line ConditionalExpression: `false` passes `resources: undefined` when none was asked for, which the page renders as no list (equivalent); `true` hides the list, killed by test/authorize_edges.test.ts
@@ -122,12 +118,12 @@ export async function authorizeEndpoint(incoming: Incoming, context: ServerConte
   }
   const who = { client_id: client.client_id, user_id: user.id };
   if (decision === "deny") {
-    audit(context, incoming, { type: "consent.denied", ...who }, address);
+    exchange.emit({ type: "consent.denied", ...who });
     throw new OAuthError("access_denied", { description: "The user denied the request", redirect: redirectOnError });
   }
-  audit(context, incoming, { type: "consent.granted", ...who }, address);
+  exchange.emit({ type: "consent.granted", ...who });
   const { code, grantId } = await issueCode(authorization, user, context, now);
-  audit(context, incoming, { type: "code.issued", ...who, grant_id: grantId }, address);
+  exchange.emit({ type: "code.issued", ...who, grant_id: grantId });
   return redirectTo(authorizationRedirect(redirect_uri, { code, state }, context.issuer));
 }
 
@@ -139,7 +135,7 @@ function redirectTo(location: string): ResponseParts {
 async function issueCode(
   authorization: AuthorizationRequest,
   user: EndUser,
-  context: ServerContext,
+  context: AuthorizeView,
   now: number,
 ): Promise<{ code: string; grantId: string }> {
   const code = randomToken();
@@ -162,7 +158,7 @@ async function issueCode(
 }
 
 /** Validates the query of an authorization request; throws an error page or an error redirect. */
-async function validateRequest({ target }: Incoming, context: ServerContext): Promise<AuthorizationRequest> {
+async function validateRequest({ target }: Exchange, context: AuthorizeView): Promise<AuthorizationRequest> {
   const { params, repeated } = readParams(queryOf(target), context.formLimits);
   const page = (description: string) => new OAuthError("invalid_request", { description });
 
@@ -177,7 +173,7 @@ async function validateRequest({ target }: Incoming, context: ServerContext): Pr
   }
   const clientId = params.get("client_id");
   if (clientId === undefined) throw page("The client_id parameter is missing");
-  const client = await findClient(clientId, context);
+  const client = await findClient(clientId, context.features.client_metadata_documents, context);
   if (!client || !client.active) throw page("The application asking for access is not registered or is paused");
   const redirectUri = params.get("redirect_uri");
   if (redirectUri === undefined) throw page("The redirect_uri parameter is missing");
@@ -199,14 +195,14 @@ async function validateRequest({ target }: Incoming, context: ServerContext): Pr
   }
   let scope: string;
   try {
-    scope = requestedScope(params.get("scope"), client, context.scopePolicy);
+    scope = requestedScope(params.get("scope"), client, context.features.profile.scopePolicy);
   } catch (error) {
     throw fail("invalid_scope", (error as OAuthError).description ?? "Invalid scope");
   }
 
   let resource: string[] | undefined;
   try {
-    resource = requestedResource(params.get("resource"), context.resources);
+    resource = requestedResource(params.get("resource"), context.features.resource_indicators);
   } catch (error) {
     throw fail("invalid_target", (error as OAuthError).description ?? "Invalid resource");
   }

@@ -3,13 +3,10 @@
  *
  * @module
  */
-import { audit } from "../audit.ts";
-import { authenticateClient } from "../client_auth/authenticate.ts";
-import { sha256 } from "../sha256.ts";
+import { AUTHENTICATION_READS, authenticateClient } from "../client_auth/authenticate.ts";
+import { defineEndpoint, type Endpoint } from "../core/endpoint.ts";
 import { OAuthError } from "../errors.ts";
-import type { ResponseParts, Incoming } from "../http.ts";
-import type { ServerContext } from "../options.ts";
-import { readPostedForm } from "./form.ts";
+import { sha256 } from "../sha256.ts";
 import { findToken } from "./lookup.ts";
 
 /**
@@ -19,28 +16,29 @@ import { findToken } from "./lookup.ts";
  * token of another client is refused with `unauthorized_client`, as RFC 7009 §2.1 requires; only that
  * client's own credentials get this far, so it learns nothing it could not already use.
  */
-export async function revokeEndpoint(incoming: Incoming, context: ServerContext): Promise<ResponseParts> {
-  const form = await readPostedForm(incoming, context);
-  const { client } = await authenticateClient(incoming, form, context);
-  const token = form.get("token");
-  if (token === undefined) throw new OAuthError("invalid_request", { description: "The token parameter is required" });
-  const found = await findToken(sha256(token), form.get("token_type_hint"), context);
-  if (found && found.record.client_id !== client.client_id) {
-    throw new OAuthError("unauthorized_client", { description: "The token was not issued to this client" });
-  }
-  if (found?.kind === "refresh_token") await context.storage.revokeGrant(found.record.grant_id);
-  else if (found) await context.storage.revokeAccessToken(found.record.hash);
-  if (found) {
-    const { record } = found;
-    audit(context, incoming, {
-      type: "token.revoked",
-      client_id: client.client_id,
-      // Stryker disable next-line ConditionalExpression: `false` passes `user_id: undefined`, which audit() drops as it drops none (equivalent); `true` drops a known user_id, killed by test/audit.test.ts
-      ...(record.user_id === undefined ? {} : { user_id: record.user_id }),
-      // Stryker disable next-line ConditionalExpression: `false` passes `grant_id: undefined`, which audit() drops as it drops none (equivalent); `true` drops a known grant_id, killed by test/audit.test.ts
-      ...(record.grant_id === undefined ? {} : { grant_id: record.grant_id }),
-      reason: found.kind,
-    });
-  }
-  return { status: 200, headers: [["cache-control", "no-store"]], body: null };
-}
+export const revokeEndpoint: Endpoint = defineEndpoint({
+  name: "revoke",
+  route: "/revoke",
+  page: false,
+  cors: true,
+  reads: AUTHENTICATION_READS,
+  methods: {
+    async POST(exchange, view) {
+      const form = await exchange.form();
+      const { client } = await authenticateClient(exchange, form, view);
+      const token = form.get("token");
+      if (token === undefined) throw new OAuthError("invalid_request", { description: "The token parameter is required" });
+      const found = await findToken(sha256(token), form.get("token_type_hint"), view.storage, view.clock());
+      if (found && found.record.client_id !== client.client_id) {
+        throw new OAuthError("unauthorized_client", { description: "The token was not issued to this client" });
+      }
+      if (found?.kind === "refresh_token") await view.storage.revokeGrant(found.record.grant_id);
+      else if (found) await view.storage.revokeAccessToken(found.record.hash);
+      if (found) {
+        const { record } = found;
+        exchange.emit({ type: "token.revoked", client_id: client.client_id, user_id: record.user_id, grant_id: record.grant_id, reason: found.kind });
+      }
+      return { status: 200, headers: [["cache-control", "no-store"]], body: null };
+    },
+  },
+});

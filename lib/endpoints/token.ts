@@ -3,30 +3,38 @@
  *
  * @module
  */
-import { authenticateClient, clientAuthFailed } from "../client_auth/authenticate.ts";
+import { AUTHENTICATION_READS, authenticateClient, clientAuthFailed } from "../client_auth/authenticate.ts";
+import { defineEndpoint, type Endpoint } from "../core/endpoint.ts";
 import { OAuthError } from "../errors.ts";
-import { jsonTextResponse, printable, type ResponseParts, type Incoming } from "../http.ts";
-import type { ServerContext } from "../options.ts";
+import { jsonTextResponse, printable } from "../http.ts";
 import { tokenResponseJson } from "../tokens.ts";
-import { readPostedForm } from "./form.ts";
 
-/** Handles `POST token`: form, grant type, client authentication, then the grant itself. */
-export async function tokenEndpoint(incoming: Incoming, context: ServerContext): Promise<ResponseParts> {
-  const form = await readPostedForm(incoming, context);
-  const grantType = form.get("grant_type");
-  if (grantType === undefined) {
-    throw new OAuthError("invalid_request", { description: "The grant_type parameter is required" });
-  }
-  const bound = context.grants.get(grantType);
-  if (bound === undefined) {
-    throw new OAuthError("unsupported_grant_type", { description: `The grant type ${printable(grantType)} is not supported` });
-  }
-  const { client, method } = await authenticateClient(incoming, form, context);
-  if (bound.grant.confidentialOnly && method === "none") {
-    throw clientAuthFailed("This grant requires client authentication", context);
-  }
-  if (!client.grant_types.includes(grantType)) {
-    throw new OAuthError("unauthorized_client", { description: "The client may not use this grant type" });
-  }
-  return jsonTextResponse(200, tokenResponseJson(await bound.exchange(form, client, incoming)));
-}
+/** `POST token`: form, grant type, client authentication, then the grant itself. */
+export const tokenEndpoint: Endpoint = defineEndpoint({
+  name: "token",
+  route: "/token",
+  page: false,
+  cors: true,
+  reads: [...AUTHENTICATION_READS, "grants"],
+  methods: {
+    async POST(exchange, view) {
+      const form = await exchange.form();
+      const grantType = form.get("grant_type");
+      if (grantType === undefined) {
+        throw new OAuthError("invalid_request", { description: "The grant_type parameter is required" });
+      }
+      const bound = view.grants.get(grantType);
+      if (bound === undefined) {
+        throw new OAuthError("unsupported_grant_type", { description: `The grant type ${printable(grantType)} is not supported` });
+      }
+      const { client, method } = await authenticateClient(exchange, form, view);
+      if (bound.grant.confidentialOnly && !view.clientAuth.get(method)!.confidential) {
+        throw clientAuthFailed("This grant requires client authentication", view.issuer);
+      }
+      if (!client.grant_types.includes(grantType)) {
+        throw new OAuthError("unauthorized_client", { description: "The client may not use this grant type" });
+      }
+      return jsonTextResponse(200, tokenResponseJson(await bound.exchange(exchange, form, client)));
+    },
+  },
+});

@@ -3,15 +3,14 @@
  *
  * @module
  */
-import { audit } from "../audit.ts";
-import { sha256 } from "../sha256.ts";
+import { defineGrant, type Grant } from "../core/grant.ts";
 import { OAuthError } from "../errors.ts";
+import { narrowedResource, resourceIndicators } from "../features/resource_indicators.ts";
 import { CODE_VERIFIER, verifyPkce } from "../pkce.ts";
-import { narrowedResource } from "../resource_indicator.ts";
 import { scopeWithin } from "../scope.ts";
-import { mintTokens } from "../tokens.ts";
+import { sha256 } from "../sha256.ts";
 import type { ClientRecord } from "../storage/types.ts";
-import { defineGrant, type Grant } from "./types.ts";
+import { mintTokens } from "../tokens.ts";
 
 const invalidGrant = (description: string) => new OAuthError("invalid_grant", { description });
 const missing = (name: string) => new OAuthError("invalid_request", { description: `The ${name} parameter is required` });
@@ -24,10 +23,12 @@ function proven(client: ClientRecord, verifier: string | undefined, challenge: s
 
 /** Exchanges a code for tokens. Everything is checked before the code is spent, so a bad try costs nothing. */
 export const authorizationCode: Grant = defineGrant({
-  reads: ["clock", "storage", "resources", "accessTokenTtl", "refreshTokenTtl", "onEvent", "clientAddress"],
+  reads: ["clock", "storage", "accessTokenTtl", "refreshTokenTtl"],
+  uses: [resourceIndicators],
   clientFields: ["client_id", "type", "scopes", "grant_types", "redirect_uris"],
   confidentialOnly: false,
-  async exchange(form, client, context, incoming) {
+  userApproved: true,
+  async exchange(exchange, form, client, context) {
     const code = form.get("code");
     if (code === undefined) throw missing("code");
     const redirectUri = form.get("redirect_uri");
@@ -51,7 +52,7 @@ export const authorizationCode: Grant = defineGrant({
       // plus any public client_id would let anyone kill the user's tokens.
       if (proven(client, verifier, record.code_challenge)) {
         await storage.revokeGrant(record.grant_id);
-        audit(context, incoming, { type: "code.replayed", client_id: client.client_id, user_id: record.user_id, grant_id: record.grant_id });
+        exchange.emit({ type: "code.replayed", client_id: client.client_id, user_id: record.user_id, grant_id: record.grant_id });
       }
       throw invalidGrant("The authorization code was already used");
     }
@@ -72,7 +73,7 @@ export const authorizationCode: Grant = defineGrant({
     }
 
     // RFC 8707 §2.2: the token request may narrow the audience bound at authorization, never change it.
-    const resource = narrowedResource(form.get("resource"), record.resource, context.resources);
+    const resource = narrowedResource(form.get("resource"), record.resource, context.features.resource_indicators);
     const refresh = client.grant_types.includes("refresh_token");
     const { response, records } = mintTokens({
       client_id: client.client_id,
@@ -82,14 +83,14 @@ export const authorizationCode: Grant = defineGrant({
       refresh_resource: record.resource,
       grant_id: record.grant_id,
       refresh_expires_at: refresh ? now + context.refreshTokenTtl : undefined,
-    }, context, now);
+    }, context.accessTokenTtl, now);
     // The one atomic step: whoever loses a concurrent redemption is treated as a replay.
     if (!(await storage.redeemCode(hash, records, now))) {
       await storage.revokeGrant(record.grant_id);
-      audit(context, incoming, { type: "code.replayed", client_id: client.client_id, user_id: record.user_id, grant_id: record.grant_id });
+      exchange.emit({ type: "code.replayed", client_id: client.client_id, user_id: record.user_id, grant_id: record.grant_id });
       throw invalidGrant("The authorization code was already used");
     }
-    audit(context, incoming, { type: "code.redeemed", client_id: client.client_id, user_id: record.user_id, grant_id: record.grant_id });
+    exchange.emit({ type: "code.redeemed", client_id: client.client_id, user_id: record.user_id, grant_id: record.grant_id });
     return response;
   },
 });

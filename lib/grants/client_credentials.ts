@@ -3,21 +3,22 @@
  *
  * @module
  */
-import { audit } from "../audit.ts";
-import { requestedResource } from "../resource_indicator.ts";
+import { defineGrant, type Grant } from "../core/grant.ts";
+import { profile } from "../features/profile.ts";
+import { requestedResource, resourceIndicators } from "../features/resource_indicators.ts";
 import { requestedScope } from "../scope.ts";
 import { mintTokens, newGrantId } from "../tokens.ts";
-import { defineGrant, type Grant } from "./types.ts";
 
 /** Issues a token to the client itself; a refresh token only when the client is configured for one. */
 export const clientCredentials: Grant = defineGrant({
-  reads: ["clock", "storage", "scopePolicy", "resources", "accessTokenTtl", "refreshTokenTtl", "onEvent", "clientAddress"],
+  reads: ["clock", "storage", "accessTokenTtl", "refreshTokenTtl"],
+  uses: [profile, resourceIndicators],
   clientFields: ["client_id", "scopes", "default_scope", "grant_types", "client_credentials_refresh_token"],
   confidentialOnly: true,
-  async exchange(form, client, context, incoming) {
-    const scope = requestedScope(form.get("scope"), client, context.scopePolicy);
+  async exchange(exchange, form, client, context) {
+    const scope = requestedScope(form.get("scope"), client, context.features.profile.scopePolicy);
     // No user consents here: the client may name any configured resource (RFC 8707 §2).
-    const resource = requestedResource(form.get("resource"), context.resources);
+    const resource = requestedResource(form.get("resource"), context.features.resource_indicators);
     const now = context.clock();
     // RFC 6749 §4.4.3 says a refresh token SHOULD NOT be included; the spec lets configuration allow it.
     const refresh = client.client_credentials_refresh_token && client.grant_types.includes("refresh_token");
@@ -27,9 +28,9 @@ export const clientCredentials: Grant = defineGrant({
       resource,
       grant_id: refresh ? newGrantId() : undefined,
       refresh_expires_at: refresh ? now + context.refreshTokenTtl : undefined,
-    }, context, now);
+    }, context.accessTokenTtl, now);
     await context.storage.saveTokens(records, now);
-    audit(context, incoming, { type: "token.issued", client_id: client.client_id, ...(refresh ? { grant_id: records.refresh!.grant_id } : {}) });
+    exchange.emit({ type: "token.issued", client_id: client.client_id, grant_id: records.refresh?.grant_id });
     return response;
   },
 });

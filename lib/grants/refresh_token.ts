@@ -3,22 +3,25 @@
  *
  * @module
  */
-import { audit } from "../audit.ts";
-import { sha256 } from "../sha256.ts";
+import { defineGrant, type Grant } from "../core/grant.ts";
 import { OAuthError } from "../errors.ts";
-import { narrowedResource } from "../resource_indicator.ts";
+import { profile } from "../features/profile.ts";
+import { refreshGrace } from "../features/refresh_grace.ts";
+import { narrowedResource, resourceIndicators } from "../features/resource_indicators.ts";
 import { refreshScope, scopeWithin } from "../scope.ts";
+import { sha256 } from "../sha256.ts";
 import { mintTokens } from "../tokens.ts";
-import { defineGrant, type Grant } from "./types.ts";
 
 const invalidGrant = (description: string) => new OAuthError("invalid_grant", { description });
 
 /** Rotates a refresh token: the old one is spent, a new pair is issued in the same grant, with the same scope. */
 export const refreshToken: Grant = defineGrant({
-  reads: ["clock", "storage", "scopePolicy", "resources", "refreshGraceMs", "accessTokenTtl", "onEvent", "clientAddress"],
+  reads: ["clock", "storage", "accessTokenTtl"],
+  uses: [profile, refreshGrace, resourceIndicators],
   clientFields: ["client_id", "scopes"],
   confidentialOnly: false,
-  async exchange(form, client, context, incoming) {
+  userApproved: true,
+  async exchange(exchange, form, client, context) {
     const token = form.get("refresh_token");
     if (token === undefined) {
       throw new OAuthError("invalid_request", { description: "The refresh_token parameter is required" });
@@ -30,18 +33,17 @@ export const refreshToken: Grant = defineGrant({
     if (!record) throw invalidGrant("The refresh token is invalid, expired or revoked");
     if (record.client_id !== client.client_id) throw invalidGrant("The refresh token was issued to another client");
     // Inside the grace window the store decides whether this is the immediate predecessor's one retry.
-    const graceMs = context.refreshGraceMs;
+    const graceMs = context.features.refresh_grace?.ms ?? 0;
     if (record.rotated_at !== undefined && !(graceMs > 0 && now - record.rotated_at < graceMs)) {
       // RFC 9700 §4.14.2: reuse of a rotated refresh token means one of two parties stole it; revoke the grant.
       await storage.revokeGrant(record.grant_id);
-      // Stryker disable next-line ConditionalExpression: audit() leaves out an undefined user_id itself; the spread only satisfies exactOptionalPropertyTypes
-      audit(context, incoming, { type: "refresh.reuse_detected", client_id: client.client_id, ...(record.user_id === undefined ? {} : { user_id: record.user_id }), grant_id: record.grant_id });
+      exchange.emit({ type: "refresh.reuse_detected", client_id: client.client_id, user_id: record.user_id, grant_id: record.grant_id });
       throw invalidGrant("The refresh token was already used");
     }
     // RFC 6749 §6: the access token's scope may narrow, never widen; with one scope per token, it may only repeat.
-    const scope = refreshScope(form.get("scope"), record.scope, context.scopePolicy);
+    const scope = refreshScope(form.get("scope"), record.scope, context.features.profile.scopePolicy);
     // A refresh keeps the grant's audience; the access token's may narrow (RFC 8707 §2.2).
-    const resource = narrowedResource(form.get("resource"), record.resource, context.resources);
+    const resource = narrowedResource(form.get("resource"), record.resource, context.features.resource_indicators);
     if (!scopeWithin(record.scope, client.scopes.join(" "))) {
       throw new OAuthError("invalid_scope", { description: "The scope is no longer allowed for this client" });
     }
@@ -57,16 +59,14 @@ export const refreshToken: Grant = defineGrant({
       grant_id: record.grant_id,
       // The grant's lifetime is fixed at authorization: rotation does not extend it.
       refresh_expires_at: record.expires_at,
-    }, context, now);
+    }, context.accessTokenTtl, now);
     if (!(await storage.rotateRefreshToken(hash, records, now, graceMs))) {
       await storage.revokeGrant(record.grant_id);
-      // Stryker disable next-line ConditionalExpression: audit() leaves out an undefined user_id itself; the spread only satisfies exactOptionalPropertyTypes
-      audit(context, incoming, { type: "refresh.reuse_detected", client_id: client.client_id, ...(record.user_id === undefined ? {} : { user_id: record.user_id }), grant_id: record.grant_id });
+      exchange.emit({ type: "refresh.reuse_detected", client_id: client.client_id, user_id: record.user_id, grant_id: record.grant_id });
       throw invalidGrant("The refresh token was already used");
     }
-    audit(context, incoming, {
-      // Stryker disable next-line ConditionalExpression: audit() leaves out an undefined user_id itself; the spread only satisfies exactOptionalPropertyTypes
-      type: "token.refreshed", client_id: client.client_id, ...(record.user_id === undefined ? {} : { user_id: record.user_id }), grant_id: record.grant_id,
+    exchange.emit({
+      type: "token.refreshed", client_id: client.client_id, user_id: record.user_id, grant_id: record.grant_id,
     });
     return response;
   },

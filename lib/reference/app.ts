@@ -11,15 +11,16 @@ import { passwordLogin } from "../consent/login.ts";
 import { errorPage } from "../consent/pages.ts";
 import { base64url, timingSafeEqual } from "../crypto.ts";
 import { sha256 } from "../sha256.ts";
-import { OAuthError } from "../errors.ts";
+import { AdmissionError } from "../core/admission.ts";
+import { errorJson } from "../core/render.ts";
+import { ConfigurationError, OAuthError } from "../errors.ts";
 import { jsonResponse, pathOf, respond, type ResponseParts, targetOf } from "../http.ts";
-import type { AuthorizationServerOptions, EndUser } from "../options.ts";
-import { errorResponse } from "../router.ts";
+import type { EndUser } from "../options.ts";
 import { type AuthorizationServer, createAuthorizationServer } from "../server.ts";
 import { localTokenVerifier, protectedResource } from "../resource_server.ts";
 import { memoryStorage } from "../storage/memory.ts";
-import type { ClientRecord, Storage } from "../storage/types.ts";
-import { type ConfigUser, DEMO_CONFIG, type ReferenceConfig } from "./config.ts";
+import type { Storage } from "../storage/types.ts";
+import { configClient, type ConfigUser, DEMO_CONFIG, libraryOptions, type ReferenceConfig } from "./config.ts";
 import { connectedApps } from "./connected_apps.ts";
 import { createMetrics } from "./metrics.ts";
 import { observe } from "./observe.ts";
@@ -70,6 +71,21 @@ const REPORTS = [
   { id: "top-pages", title: "Top pages", pages: ["/", "/pricing", "/docs"] },
 ];
 
+/**
+ * The configured server on a store, for the operator's commands (`clients add`, `rotate-secret`): its client
+ * registry is the one door with the server's own rules. It serves nothing, so its issuer plays no part. Without
+ * a config file it knows no scopes, so the ones asked for are declared.
+ */
+export function adminServer(config: ReferenceConfig | undefined, storage: Storage, scopes: readonly string[]): AuthorizationServer {
+  return createAuthorizationServer({
+    profile: { specAddresses: true, scopePolicy: "single" },
+    ...(config === undefined ? {} : libraryOptions(config)),
+    scopes: Object.fromEntries(config === undefined ? scopes.map((s) => [s, s]) : config.scopes.map((s) => [s.name, s.description])),
+    issuer: "http://127.0.0.1",
+    storage,
+  });
+}
+
 /** Builds the reference app. Resolves once the users' password hashes and the clients are ready. */
 export async function createReferenceApp(options: ReferenceAppOptions): Promise<ReferenceApp> {
   const config = options.config ?? DEMO_CONFIG;
@@ -90,24 +106,26 @@ export async function createReferenceApp(options: ReferenceAppOptions): Promise<
       isMarked: (key, now) => server.storage.isMarked(key, now),
     },
   });
+  const fromFile = libraryOptions(config);
+  if (options.fetchDocument !== undefined && fromFile.clientMetadataDocuments !== undefined) {
+    fromFile.clientMetadataDocuments = { ...fromFile.clientMetadataDocuments, fetch: options.fetchDocument };
+  }
   const server = createAuthorizationServer({
-    issuer: options.issuer,
-    scopes: Object.fromEntries(config.scopes.map((s) => [s.name, s.description])),
-    clock,
     // The spec's addresses always; its one-scope rule unless the config asks for several.
-    profile: { specAddresses: true, scopePolicy: config.scope_policy ?? "single" },
-    ...(config.default_scope === undefined ? {} : { defaultScope: config.default_scope }),
-    ...mcpOptions(config, options.fetchDocument),
+    profile: { specAddresses: true, scopePolicy: "single" },
+    ...fromFile,
+    scopes: Object.fromEntries(config.scopes.map((s) => [s.name, s.description])),
+    issuer: options.issuer,
+    clock,
     storage,
     // One key per use, derived from the shared secret: a CSRF token can never pass for a session, or back.
     secret: sha256(`csrf\u0000${secret}`),
     ...(options.onError ? { onError: options.onError } : {}),
     ...(options.onEvent ? { onEvent: options.onEvent } : {}),
-    ...(config.trust_proxy ? { trustProxy: config.trust_proxy } : {}),
     ...(config.body_timeout_seconds === undefined ? {} : { limits: { bodyTimeout: config.body_timeout_seconds * 1000 } }),
     authenticateUser: login,
   });
-  await writeConfigClients(config, server, storage);
+  await writeConfigClients(config, server);
   const purge = schedulePurge(storage, options.purgeInterval ?? 60_000, clock, options.onError);
 
   // The sample protected API (spec §4.3): /api/reports needs reports.read; /api/me takes any valid token.
@@ -156,7 +174,7 @@ export async function createReferenceApp(options: ReferenceAppOptions): Promise<
     const read = request.method === "GET" || request.method === "HEAD";
     if (resource) {
       if (read) return resource(request, info);
-      return respond(request, errorResponse(new OAuthError("invalid_request", { status: 405, headers: { allow: "GET, HEAD" } })));
+      return respond(request, errorJson(new OAuthError("invalid_request", { status: 405, headers: { allow: "GET, HEAD" } })));
     }
     if (path === "/" && read) return respond(request, landing(server));
     if (path === `${new URL(server.issuer).pathname.replace(/\/$/, "")}/account/apps`) return page(request, "connected_apps", () => apps(request, info));
@@ -174,36 +192,24 @@ export async function createReferenceApp(options: ReferenceAppOptions): Promise<
 }
 
 /**
- * Writes the config file's clients into the store at every start. The config file wins for what it says
- * (name, secret, redirect URIs, scopes, grant types); the store keeps what happened since (paused or not,
- * created_at, last_used_at). A client the config file created and no longer names is deleted, with its tokens.
+ * Writes the config file's clients into the store at every start, through the one door for clients. The config
+ * file wins for what it says (name, secret, redirect URIs, scopes, grant types); the store keeps what happened
+ * since (paused or not, created_at, last_used_at). A client the config file created and no longer names is
+ * deleted, with its tokens.
  */
-async function writeConfigClients(config: ReferenceConfig, server: AuthorizationServer, storage: Storage): Promise<void> {
+async function writeConfigClients(config: ReferenceConfig, server: AuthorizationServer): Promise<void> {
+  const { storage } = server;
   const named = new Set(config.clients.map((c) => c.client_id));
   for (const stored of await storage.listClients()) {
     if (stored.origin === "config" && !named.has(stored.client_id)) await storage.deleteClient(stored.client_id);
   }
-  for (const c of config.clients) {
-    const before = await storage.getClient(c.client_id);
-    const { client } = await server.clients.register({
-      client_id: c.client_id,
-      ...(c.client_secret === undefined ? {} : { client_secret: c.client_secret }),
-      name: c.name,
-      type: c.client_secret === undefined ? "public" : "confidential",
-      redirect_uris: c.redirect_uris ?? [],
-      scopes: c.scopes,
-      grant_types: c.grant_types,
-      client_credentials_refresh_token: c.client_credentials_refresh_token === true,
-      ...(c.default_scope === undefined ? {} : { default_scope: c.default_scope }),
-      ...(c.introspection === undefined ? {} : { introspection: c.introspection }),
-    });
-    const record: ClientRecord = { ...client, origin: "config" };
-    if (before) {
-      record.active = before.active;
-      record.created_at = before.created_at;
-      if (before.last_used_at !== undefined) record.last_used_at = before.last_used_at;
+  for (const [i, c] of config.clients.entries()) {
+    try {
+      await server.clients.register(configClient(c), { origin: "config", keepState: true });
+    } catch (error) {
+      if (!(error instanceof AdmissionError)) throw error;
+      throw new ConfigurationError(`Cannot load config: clients[${i}].${error.field}: ${error.message.replace(/^Cannot register client: /, "")}`, `clients[${i}].${error.field}`);
     }
-    await storage.saveClient(record);
   }
 }
 
@@ -228,33 +234,6 @@ function schedulePurge(
   }, interval);
   (timer as { unref?: () => void }).unref?.();
   return timer;
-}
-
-/** The config file's keys for MCP, native and browser clients, as library options. */
-function mcpOptions(config: ReferenceConfig, fetchDocument?: (request: Request) => Promise<Response>): Partial<AuthorizationServerOptions> {
-  const options: Partial<AuthorizationServerOptions> = {};
-  if (config.resources !== undefined) options.resources = config.resources;
-  if (config.refresh_grace_seconds !== undefined) options.refreshGraceSeconds = config.refresh_grace_seconds;
-  const documents = config.client_metadata_documents;
-  if (documents !== undefined) {
-    options.clientMetadataDocuments = {
-      enabled: documents.enabled === true,
-      ...(documents.allow_origins === undefined ? {} : { allowOrigins: documents.allow_origins }),
-      ...(fetchDocument === undefined ? {} : { fetch: fetchDocument }),
-    };
-  }
-  const registration = config.registration;
-  if (registration !== undefined) {
-    options.registration = {
-      enabled: registration.enabled === true,
-      ...(registration.initial_access_token === undefined ? {} : { initialAccessToken: registration.initial_access_token }),
-      ...(registration.remove_unused_after_days === undefined ? {} : { removeUnusedAfterDays: registration.remove_unused_after_days }),
-    };
-  }
-  // Absent: any origin. `["*"]` says the same explicitly.
-  const origins = config.cors?.origins;
-  if (origins !== undefined) options.cors = { origins: origins.includes("*") ? "*" : origins };
-  return options;
 }
 
 function landing(server: AuthorizationServer): ResponseParts {

@@ -12,9 +12,16 @@
  *
  * @module
  */
+import type { ClientRegistration } from "../clients.ts";
+import { AdmissionError } from "../core/admission.ts";
+import { assemble } from "../core/assemble.ts";
+import { ConfigFieldError, configPathOf, fromConfig } from "../core/option_config.ts";
+import { checkOptions } from "../core/option_table.ts";
 import { ConfigurationError } from "../errors.ts";
+import type { AuthorizationServerOptions } from "../options.ts";
+import { OPTIONS, SERVER_TABLES } from "../server.ts";
 import type { GrantType } from "../storage/types.ts";
-import { checkField, CONFIG_FILE, FieldError } from "./config_fields.ts";
+import { CONFIG_FIELDS, REFERENCE_FIELDS } from "./config_fields.ts";
 import { isPasswordHash } from "./passwords.ts";
 
 export { configSchema } from "./config_fields.ts";
@@ -63,7 +70,9 @@ export interface ReferenceConfig {
   default_scope?: string;
   resources?: string[];
   client_metadata_documents?: { enabled?: boolean; allow_origins?: string[] };
-  registration?: { enabled?: boolean; initial_access_token?: string; remove_unused_after_days?: number };
+  registration?: { enabled?: boolean; initial_access_token?: string; remove_unused_after_days?: number; max_per_hour?: number };
+  /** Lifetimes in seconds. */
+  lifetimes?: { access_token?: number; authorization_code?: number; refresh_token?: number };
   cors?: { origins?: string[] };
   refresh_grace_seconds?: number;
   /** Addresses or CIDR ranges of trusted reverse proxies. */
@@ -131,11 +140,11 @@ export const DEMO_CONFIG: ReferenceConfig = {
 };
 
 /**
- * Checks a parsed config file against {@link CONFIG_FILE} and the rules between fields; throws
- * `ConfigurationError` naming the file, the JSON path and the problem:
- * `Cannot load config "app.json": clients[0].clientSecret: unknown key (did you mean "client_secret"?)`.
- * Values written `{ "env": "NAME" }` are read from `env` (the CLI passes the process environment).
- * Deeper checks (redirect URI rules, known scopes) happen at client registration, with the same error type.
+ * Checks a parsed config file against the config table (the library's option table and the reference server's
+ * own keys) and the library's own checks; throws `ConfigurationError` naming the file, the JSON path and the
+ * problem: `Cannot load config "app.json": clients[0].clientSecret: unknown key (did you mean "client_secret"?)`.
+ * Values written `{ "env": "NAME" }` are read from `env` (the CLI passes the process environment). Each client
+ * passes the one door for clients when the server starts, with the same error type.
  */
 export function parseConfig(
   value: unknown,
@@ -143,23 +152,33 @@ export function parseConfig(
   env: (name: string) => string | undefined = () => undefined,
 ): ReferenceConfig {
   const fail = (path: string, message: string): never => {
-    throw new ConfigurationError(`Cannot load config "${source}": ${path === "" ? "" : `${path}: `}${message}`);
+    throw new ConfigurationError(`Cannot load config "${source}": ${path === "" ? "" : `${path}: `}${message}`, path);
   };
   let config: ReferenceConfig;
   try {
-    config = checkField(CONFIG_FILE, value, "", env) as ReferenceConfig;
+    config = fromConfig(CONFIG_FIELDS, value, "", env, ["scopes"]).config as unknown as ReferenceConfig;
+    const scopes = Object.fromEntries(config.scopes.map((s) => [s.name, s.description]));
+    // The library's own checks, then each client through the server's one door, as at every start.
+    const { core } = assemble({ ...libraryOptions(config), scopes, issuer: "http://127.0.0.1" }, SERVER_TABLES);
+    for (const [i, client] of (config.clients ?? []).entries()) {
+      try {
+        core.admission.admit(configClient(client), { origin: "config" });
+      } catch (error) {
+        if (!(error instanceof AdmissionError)) throw error;
+        return fail(`clients[${i}].${error.field}`, error.message.replace(/^Cannot register client: /, ""));
+      }
+    }
   } catch (error) {
-    if (error instanceof FieldError) return fail(error.path === "" ? "the top level" : error.path, error.message);
+    if (error instanceof ConfigurationError && error.message.startsWith("Cannot load config")) throw error;
+    if (error instanceof ConfigFieldError) return fail(error.path === "" ? "the top level" : error.path, error.message);
+    if (error instanceof ConfigurationError && error.option !== undefined) {
+      return fail(configPathOf(OPTIONS, error.option) ?? error.option, error.message.replace(/^Cannot create server: "[^"]*" /, ""));
+    }
     throw error;
   }
   config.users ??= [];
   config.clients ??= [];
   delete (config as { $schema?: unknown }).$schema;
-  if (config.scopes.length === 0) fail("scopes", "must name at least one scope");
-  const scopeNames = unique(config.scopes.map((s) => s.name), (i, name) => fail(`scopes[${i}].name`, `"${name}" appears twice`));
-  const knownScope = (path: string, scope: string, within: Set<string> = scopeNames) => {
-    for (const s of scope.split(" ")) if (!within.has(s)) fail(path, `"${s}" is not ${within === scopeNames ? "a declared scope" : "one of the client's scopes"}`);
-  };
   unique(config.users.map((u) => u.username), (i, name) => fail(`users[${i}].username`, `"${name}" appears twice`));
   config.users.forEach((u, i) => {
     if ((u.password === undefined) === (u.password_hash === undefined)) fail(`users[${i}]`, 'give exactly one of "password_hash" and "password"');
@@ -167,40 +186,37 @@ export function parseConfig(
       fail(`users[${i}].password_hash`, "is not a hash from `oauth2-fetch-server hash-password`");
     }
   });
+  unique(config.scopes.map((s) => s.name), (i, name) => fail(`scopes[${i}].name`, `"${name}" appears twice`));
   unique(config.clients.map((c) => c.client_id), (i, id) => fail(`clients[${i}].client_id`, `"${id}" appears twice`));
-  config.clients.forEach((c, i) => {
-    const at = `clients[${i}]`;
-    c.redirect_uris ??= [];
-    if (c.client_credentials_refresh_token === true && !c.grant_types.includes("refresh_token")) {
-      fail(`${at}.client_credentials_refresh_token`, 'is true but grant_types lacks "refresh_token", so no refresh token could be used');
-    }
-    if (c.client_credentials_refresh_token === true && !c.grant_types.includes("client_credentials")) {
-      fail(`${at}.client_credentials_refresh_token`, 'is true but grant_types lacks "client_credentials"');
-    }
-    if (c.client_secret === undefined && c.grant_types.includes("client_credentials")) {
-      fail(`${at}.grant_types`, 'a public client (no client_secret) cannot use "client_credentials"');
-    }
-    if (c.default_scope !== undefined) {
-      knownScope(`${at}.default_scope`, c.default_scope, new Set(c.scopes));
-      if (config.scope_policy !== "multiple" && c.default_scope.includes(" ")) {
-        fail(`${at}.default_scope`, 'names several scopes, but scope_policy is "single" (one scope per request)');
-      }
-    }
-  });
-  if (config.default_scope !== undefined) {
-    knownScope("default_scope", config.default_scope);
-    if (config.scope_policy !== "multiple" && config.default_scope.includes(" ")) {
-      fail("default_scope", 'names several scopes, but scope_policy is "single" (one scope per request)');
-    }
-  }
-  if (config.registration?.initial_access_token !== undefined && config.registration.enabled !== true) {
-    fail("registration.initial_access_token", "is set but registration.enabled is not true");
-  }
-  if (config.client_metadata_documents?.allow_origins !== undefined && config.client_metadata_documents.enabled !== true) {
-    fail("client_metadata_documents.allow_origins", "is set but client_metadata_documents.enabled is not true");
-  }
-  if (config.secret !== undefined && config.secret.length < 32) fail("secret", "must be at least 32 characters");
   return config;
+}
+
+/** A client of the config file as a registration: it is confidential exactly when it has a secret. */
+export function configClient(c: ConfigClient): ClientRegistration {
+  return {
+    client_id: c.client_id,
+    ...(c.client_secret === undefined ? {} : { client_secret: c.client_secret }),
+    name: c.name,
+    type: c.client_secret === undefined ? "public" : "confidential",
+    redirect_uris: c.redirect_uris ?? [],
+    scopes: c.scopes,
+    grant_types: c.grant_types,
+    client_credentials_refresh_token: c.client_credentials_refresh_token === true,
+    ...(c.default_scope === undefined ? {} : { default_scope: c.default_scope }),
+    ...(c.introspection === undefined ? {} : { introspection: c.introspection }),
+  };
+}
+
+/**
+ * The library options a config file sets (its keys that are library options, converted), checked by the
+ * library's own option checks; a problem is a `ConfigurationError` whose `option` is the option's path.
+ */
+export function libraryOptions(config: ReferenceConfig): Partial<AuthorizationServerOptions> {
+  const reference = new Set(REFERENCE_FIELDS.map((f) => f.key));
+  const library = Object.fromEntries(Object.entries(config).filter(([key]) => !reference.has(key)));
+  const { options } = fromConfig(OPTIONS.filter((o) => o.config !== null), library, "", () => undefined);
+  checkOptions(OPTIONS, options);
+  return options as Partial<AuthorizationServerOptions>;
 }
 
 /** Warnings to print at start: each user whose password is in plaintext, and whether it is also short. */

@@ -113,7 +113,12 @@ test("wrong input: clear messages, exit 2 for the command line and 1 for what th
   const unknownScope = cli("clients", "add", "--config", config, "--name", "X", "--scope", "admin");
   expect([unknownScope.code, unknownScope.stderr]).toEqual([1, expect.stringContaining('names unknown scope "admin"')]);
   const httpRedirect = cli("clients", "add", "--config", config, "--name", "X", "--scope", "read", "--redirect-uri", "http://evil.example/cb");
-  expect([httpRedirect.code, httpRedirect.stderr]).toEqual([1, expect.stringContaining("must use https")]);
+  expect([httpRedirect.code, httpRedirect.stderr]).toEqual([1, expect.stringContaining("uses http on a host that is not loopback")]);
+  // The one door's redirect URI rules hold on the command line as on every other path.
+  for (const uri of ["file:///etc/passwd", "vbscript:msgbox(1)", "javascript:alert(1)", "data:text/html,hi"]) {
+    const refused = cli("clients", "add", "--config", config, "--name", "X", "--scope", "read", "--public", "--redirect-uri", uri);
+    expect([uri, refused.code, refused.stderr]).toEqual([uri, 1, expect.stringContaining("uses a forbidden scheme")]);
+  }
   const duplicate = cli("clients", "add", "--config", config, "--client-id", "nightly", "--name", "X", "--scope", "read");
   expect([duplicate.code, duplicate.stderr]).toEqual([1, expect.stringContaining('client "nightly" already exists')]);
   expect(cli("clients", "list", "--store", "memory")).toMatchObject({ code: 1, stderr: expect.stringContaining("memory store lives inside one server process") });

@@ -56,17 +56,17 @@ describe("strict keys", () => {
   });
 
   test.each([
-    [(c: any) => (c.clients[0].client_credentials_refresh_token = true), 'clients[0].client_credentials_refresh_token: is true but grant_types lacks "refresh_token"'],
-    [(c: any) => (delete c.clients[0].client_secret), 'clients[0].grant_types: a public client (no client_secret) cannot use "client_credentials"'],
+    [(c: any) => (c.clients[0].client_credentials_refresh_token = true), 'clients[0].client_credentials_refresh_token: client "job": client_credentials_refresh_token needs both the client_credentials and refresh_token grants'],
+    [(c: any) => (delete c.clients[0].client_secret), 'clients[0].grant_types: client "job": a public client cannot use client_credentials (RFC 6749 §4.4)'],
     [(c: any) => (c.users[0].password_hash = "pbkdf2-sha256$1000$AAAAAAAAAAAAAAAAAAAAAA$AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA"), 'users[0]: give exactly one of "password_hash" and "password"'],
     [(c: any) => (delete c.users[0].password), 'users[0]: give exactly one of "password_hash" and "password"'],
     [(c: any) => (delete c.users[0].password, c.users[0].password_hash = "hunter2"), "users[0].password_hash: is not a hash"],
     [(c: any) => (c.users.push({ username: "ann", password: "x" })), 'users[1].username: "ann" appears twice'],
     [(c: any) => (c.clients.push({ ...c.clients[0] })), 'clients[1].client_id: "job" appears twice'],
-    [(c: any) => (c.default_scope = "read write"), 'default_scope: names several scopes, but scope_policy is "single"'],
-    [(c: any) => (c.default_scope = "admin"), 'default_scope: "admin" is not a declared scope'],
-    [(c: any) => (c.clients[0].default_scope = "write"), `clients[0].default_scope: "write" is not one of the client's scopes`],
-    [(c: any) => (c.registration = { initial_access_token: "t" }), "registration.initial_access_token: is set but registration.enabled is not true"],
+    [(c: any) => (c.default_scope = "read write"), 'default_scope: must be one scope under the single scope policy: "read write"'],
+    [(c: any) => (c.default_scope = "admin"), 'default_scope: must be a space-delimited list of known scopes: "admin"'],
+    [(c: any) => (c.clients[0].default_scope = "write"), `clients[0].default_scope: the default scope of client "job" must be a space-delimited list of its scopes`],
+    [(c: any) => (c.registration = { initial_access_token: "t".repeat(16) }), 'registration: "initialAccessToken" is set but "enabled" is not true'],
     [(c: any) => (c.secret = "short"), "secret: must be at least 32 characters"],
     [(c: any) => (c.scopes = []), "scopes: must name at least one scope"],
   ])("%#: a contradiction is refused", (edit, message) => {
@@ -85,7 +85,7 @@ describe("strict keys", () => {
       default_scope: "read write",
       resources: ["https://api.example/"],
       client_metadata_documents: { enabled: true, allow_origins: ["https://claude.ai"] },
-      registration: { enabled: true, initial_access_token: "tok", remove_unused_after_days: 30 },
+      registration: { enabled: true, initial_access_token: "tok".repeat(6), remove_unused_after_days: 30 },
       cors: { origins: ["https://app.example"] },
       refresh_grace_seconds: 30,
       trust_proxy: ["10.0.0.0/8"],
@@ -172,7 +172,7 @@ describe("the published JSON Schema", () => {
         ? [path, ...Object.entries(schema.properties).flatMap(([k, s]) => walk(s, `${path}.${k}`))]
         : schema.type === "array" ? walk(schema.items, `${path}[]`) : [];
     const objects = walk(published, "$");
-    expect(objects.sort()).toEqual(["$", "$.users[]", "$.scopes[]", "$.clients[]", "$.registration", "$.client_metadata_documents", "$.cors", "$.metrics"].sort());
+    expect(objects.sort()).toEqual(["$", "$.users[]", "$.scopes[]", "$.clients[]", "$.registration", "$.client_metadata_documents", "$.cors", "$.metrics", "$.lifetimes"].sort());
     // At each object of the schema, an unknown key is refused by the parser too.
     for (const path of objects) {
       const config: any = base();
@@ -188,7 +188,7 @@ describe("the published JSON Schema", () => {
     const keys = (schema: any) => Object.keys(schema.properties).sort();
     expect(keys(published)).toEqual(
       ["$schema", "users", "scopes", "clients", "store", "secret", "scope_policy", "default_scope", "resources", "client_metadata_documents",
-        "registration", "cors", "refresh_grace_seconds", "trust_proxy", "body_timeout_seconds", "audit_log", "metrics"].sort(),
+        "registration", "cors", "refresh_grace_seconds", "trust_proxy", "body_timeout_seconds", "audit_log", "metrics", "lifetimes"].sort(),
     );
     expect(keys(published.properties.clients.items)).toEqual(
       ["client_id", "client_secret", "name", "redirect_uris", "scopes", "grant_types", "client_credentials_refresh_token", "default_scope", "introspection"].sort(),

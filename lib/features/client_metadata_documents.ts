@@ -6,10 +6,12 @@
  *
  * @module
  */
-import { OAuthError } from "./errors.ts";
-import { checkRedirectUriValue } from "./registration_rules.ts";
-import type { ClientRecord } from "./storage/types.ts";
-import { readBody } from "./http.ts";
+import type { ClientAdmission, ClientDraft } from "../core/admission.ts";
+import { ConfigurationError } from "../errors.ts";
+import { defineFeature, type Feature } from "../core/feature.ts";
+import { OAuthError } from "../errors.ts";
+import type { ClientRecord, Storage } from "../storage/types.ts";
+import { readBody } from "../http.ts";
 
 /** Options of client metadata documents (`clientMetadataDocuments` of the server). */
 export interface ClientMetadataDocumentOptions {
@@ -36,6 +38,17 @@ export interface DocumentContext {
   scopes: ReadonlyMap<string, string>;
   defaultScope: string | undefined;
   clock: () => number;
+  /** The one door for clients: a document's client passes the same rules as any other. */
+  admission: ClientAdmission;
+}
+
+/** The options this feature adds. */
+export interface ClientMetadataDocumentFeatureOptions {
+  /**
+   * Client ID Metadata Documents (draft-ietf-oauth-client-id-metadata-document; MCP 2025-11-25): a client_id
+   * that is an https URL is resolved by fetching the client's metadata from it. Off by default.
+   */
+  clientMetadataDocuments?: ClientMetadataDocumentOptions;
 }
 
 /** Largest document accepted, in bytes (the draft suggests 5 KB). */
@@ -199,7 +212,7 @@ function cacheLifetime(header: string | null): number {
 
 const isString = (v: unknown): v is string => typeof v === "string" && v !== "";
 
-/** Checks a parsed document and turns it into a public client record. */
+/** Checks a parsed document and turns it into a public client record, through the one door for clients. */
 export function documentClient(
   document: unknown,
   clientId: string,
@@ -216,11 +229,6 @@ export function documentClient(
   if (!Array.isArray(d.redirect_uris) || d.redirect_uris.length === 0) {
     throw refused("The client's metadata document has no redirect_uris");
   }
-  const redirectUris = d.redirect_uris.map((uri) => {
-    const problem = checkRedirectUriValue(uri, exempt);
-    if (problem !== null) throw refused(`The client's metadata document has a refused redirect URI: ${problem}`);
-    return uri as string;
-  });
   // A document is public: anything secret in it is known to the world, so the document is refused outright.
   if ("client_secret" in d || "client_secret_expires_at" in d) throw refused("The client's metadata document holds a secret");
   const keys = [d.jwks, ...(Array.isArray((d.jwks as { keys?: unknown })?.keys) ? (d.jwks as { keys: unknown[] }).keys : [])];
@@ -242,11 +250,11 @@ export function documentClient(
   if (method === undefined && Array.isArray(choices) && !choices.includes("none")) {
     throw refused("The client's metadata document does not offer the none authentication method");
   }
-  // Grant types this server lacks are ignored, not refused (Claude lists jwt-bearer beside authorization_code).
-  const declared = Array.isArray(d.grant_types) ? d.grant_types : ["authorization_code"];
-  if (!declared.includes("authorization_code")) throw refused("The client's metadata document does not use authorization_code");
-  const grantTypes: ClientRecord["grant_types"] = ["authorization_code"];
-  if (declared.includes("refresh_token") || !Array.isArray(d.grant_types)) grantTypes.push("refresh_token");
+  // Grant types this server lacks are ignored, not refused (Claude lists jwt-bearer beside authorization_code);
+  // absent ones take the door's default (the code flow and refresh).
+  const declared = Array.isArray(d.grant_types) ? d.grant_types : undefined;
+  if (declared !== undefined && !declared.includes("authorization_code")) throw refused("The client's metadata document does not use authorization_code");
+  const grantTypes = declared === undefined ? undefined : declared.includes("refresh_token") ? ["authorization_code", "refresh_token"] : ["authorization_code"];
   if (Array.isArray(d.response_types) && !d.response_types.includes("code")) {
     throw refused("The client's metadata document does not use response_type code");
   }
@@ -254,22 +262,23 @@ export function documentClient(
     ? d.scope.split(" ").filter((s) => context.scopes.has(s))
     : [...context.scopes.keys()];
   if (scopes.length === 0) throw refused("The client's metadata document asks for no scope this server has");
-  const client: ClientRecord = {
+  const draft: ClientDraft = {
     client_id: clientId,
     name: d.client_name,
     type: "public",
-    redirect_uris: redirectUris,
+    redirect_uris: d.redirect_uris as string[],
     scopes,
-    grant_types: grantTypes,
-    client_credentials_refresh_token: false,
-    active: true,
-    created_at: context.clock(),
-    origin: "document",
+    ...(grantTypes === undefined ? {} : { grant_types: grantTypes }),
     metadata: echoMetadata(d),
   };
   const defaults = context.defaultScope?.split(" ").filter((s) => scopes.includes(s)) ?? [];
-  if (defaults.length > 0) client.default_scope = defaults.join(" ");
-  return client;
+  if (defaults.length > 0) draft.default_scope = defaults.join(" ");
+  try {
+    return context.admission.admit(draft, { origin: "document", relaxHttp: exempt }).client;
+  } catch (error) {
+    if (!(error instanceof ConfigurationError)) throw error;
+    throw refused(`The client's metadata document is refused: ${error.message.replace(/^Cannot register client: /, "")}`);
+  }
 }
 
 /** Display metadata kept with the record (strings only; escaped wherever they are shown). */
@@ -280,3 +289,63 @@ function echoMetadata(d: Record<string, unknown>): Record<string, unknown> {
   }
   return out;
 }
+
+/**
+ * The client of an authorization request: in the store, or, for a client identifier URL, through its metadata
+ * document, which is then written to the store so the token endpoint and every other instance find the same
+ * record. Null when there is none; throws `OAuthError` when a document is refused.
+ */
+export async function findClient(
+  clientId: string,
+  documents: ClientMetadataDocuments | null,
+  context: DocumentContext & { storage: Storage },
+): Promise<ClientRecord | null> {
+  const { storage } = context;
+  if (documents === null || !documents.handles(clientId)) return storage.getClient(clientId);
+  const stored = await storage.getClient(clientId);
+  // A client registered any other way is never replaced by a document at its address; one an administrator
+  // paused stays paused, whatever its document says.
+  if (stored && (stored.origin !== "document" || !stored.active)) return stored;
+  const { client, fresh } = await documents.resolve(clientId, context);
+  if (fresh || stored === null) {
+    const record: ClientRecord = { ...client, created_at: stored?.created_at ?? client.created_at };
+    if (stored?.last_used_at !== undefined) record.last_used_at = stored.last_used_at;
+    if (stored?.introspection !== undefined) record.introspection = stored.introspection;
+    await storage.saveClient(record);
+  }
+  return client;
+}
+
+/** The client metadata documents feature. */
+export const clientMetadataDocumentsFeature: Feature<
+  "client_metadata_documents",
+  ClientMetadataDocuments | null,
+  ClientMetadataDocumentFeatureOptions
+> = defineFeature({
+  name: "client_metadata_documents",
+  doc: "Client ID Metadata Documents: an https URL as client_id, its metadata fetched from there.",
+  options: [{
+    key: "clientMetadataDocuments",
+    type: {
+      kind: "object",
+      fields: [
+        { key: "enabled", type: { kind: "boolean" }, doc: "Accept client ID metadata documents." },
+        {
+          key: "allowOrigins",
+          type: { kind: "list", items: { kind: "string" } },
+          doc: 'Origins exempt from the https and private-host rules, e.g. "http://127.0.0.1:8123" in tests.',
+        },
+        { key: "fetch", type: { kind: "value", expect: "a function", test: (v) => typeof v === "function" }, doc: "The fetch to use.", config: null },
+        { key: "allowFetch", type: { kind: "value", expect: "a function", test: (v) => typeof v === "function" }, doc: "Decides whether a URL may be fetched.", config: null },
+        { key: "timeout", type: { kind: "integer", min: 1 }, doc: "Milliseconds before a fetch is abandoned; default 5000.", config: null },
+      ],
+    },
+    doc: "Client ID Metadata Documents: https URLs as client_id.",
+    check: (value: ClientMetadataDocumentOptions) =>
+      value.allowOrigins !== undefined && value.enabled !== true ? '"allowOrigins" is set but "enabled" is not true' : undefined,
+  }],
+  reads: [],
+  setup: (options): ClientMetadataDocuments | null =>
+    options.clientMetadataDocuments?.enabled === true ? clientMetadataDocuments(options.clientMetadataDocuments) : null,
+  metadata: () => ({ client_id_metadata_document_supported: true }),
+});

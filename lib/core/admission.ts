@@ -1,0 +1,186 @@
+/**
+ * The one door for clients. Every way a client comes to exist or change (the library's `server.clients`, the
+ * config file, the command line, dynamic registration, client metadata documents, secret rotation) builds a
+ * {@link ClientDraft} and passes it through {@link ClientAdmission.admit}, which applies one rule set:
+ * redirect URIs, grant types and their defaults, authentication, scopes, names, and the rules of the features
+ * that own an origin (registration, documents).
+ *
+ * @module
+ */
+import { ConfigurationError } from "../errors.ts";
+import { randomToken } from "../crypto.ts";
+import { sha256 } from "../sha256.ts";
+import { checkRedirectUriValue } from "../registration_rules.ts";
+import type { ClientOrigin, ClientRecord } from "../storage/types.ts";
+import type { AuthMethodTraits, GrantTraits } from "./traits.ts";
+
+/** A client as a path proposes it, before the rules. Wire names as in RFC 7591 where there is one. */
+export interface ClientDraft {
+  /** Default: generated. */
+  client_id?: string;
+  /** Confidential clients only. Default: 256 random bits, returned once. */
+  client_secret?: string;
+  /** Display name, shown on the consent page. */
+  name: string;
+  /** `public` clients have no secret and must use PKCE. */
+  type: "public" | "confidential";
+  redirect_uris?: readonly string[];
+  scopes: readonly string[];
+  default_scope?: string;
+  /** Default: with redirect URIs the code flow and refresh, else client_credentials. */
+  grant_types?: readonly string[];
+  client_credentials_refresh_token?: boolean;
+  introspection?: "own" | "all";
+  /** Registration metadata echoed back and kept (client_uri, logo_uri, application_type, …). */
+  metadata?: Record<string, unknown>;
+}
+
+/** The outcome of an admission: the record to store and the secret to hand out once. */
+export interface AdmittedClient {
+  client: ClientRecord;
+  client_secret?: string;
+}
+
+/**
+ * A rule a feature adds: it sees the client the core rules admitted, and refuses it by throwing
+ * {@link AdmissionError}. `context.authorized` says an operator or an initial access token stands behind it.
+ */
+export type AdmissionRule = (client: Readonly<ClientRecord>, context: AdmissionContext) => void;
+
+/** What a rule is told. */
+export interface AdmissionContext {
+  origin: ClientOrigin | undefined;
+  /** True when an operator (library, config, CLI) or an initial access token stands behind the request. */
+  authorized: boolean;
+  grants: ReadonlyMap<string, GrantTraits>;
+}
+
+/** Who is asking: the origin of the client, and whether an operator or an initial access token stands behind it. */
+export interface AdmitOptions {
+  origin?: ClientOrigin | undefined;
+  /** Default: true for the library, the config file and the CLI; false for registration and documents. */
+  authorized?: boolean;
+  /** Plain http redirect URIs on any host (a document from an origin the operator listed). */
+  relaxHttp?: boolean;
+}
+
+/** The door. */
+export interface ClientAdmission {
+  /**
+   * Applies every rule to `draft` and returns the record to store (not yet stored) and a new secret; throws
+   * {@link AdmissionError} naming the field at fault.
+   */
+  admit(draft: ClientDraft, context: AdmitOptions): AdmittedClient;
+  /** The enabled grant types, by name. */
+  readonly grants: ReadonlyMap<string, GrantTraits>;
+  /** The enabled client-authentication methods, by name. */
+  readonly methods: ReadonlyMap<string, AuthMethodTraits>;
+}
+
+/** A refused client: `field` is the draft field at fault (`redirect_uris`, `grant_types`, `scope`, …). */
+export class AdmissionError extends ConfigurationError {
+  /** The RFC 7591 §3.2.2 error code a registration answers with. */
+  readonly code: "invalid_redirect_uri" | "invalid_client_metadata";
+  /** The field at fault. */
+  readonly field: string;
+  /** A client refused, in a sentence naming the field and the value. */
+  constructor(field: string, message: string) {
+    super(`Cannot register client: ${message}`, field);
+    this.name = "AdmissionError";
+    this.field = field;
+    this.code = field === "redirect_uris" ? "invalid_redirect_uri" : "invalid_client_metadata";
+  }
+}
+
+// RFC 6749 Appendix A.1: client_id = *VSCHAR (0x20-0x7E).
+const CLIENT_ID = /^[\x20-\x7e]{1,255}$/;
+
+/** What the door is built from: the server's scopes and policy, enabled grants and methods, feature rules. */
+export interface AdmissionOptions {
+  scopes: ReadonlyMap<string, string>;
+  grants: ReadonlyMap<string, GrantTraits>;
+  methods: ReadonlyMap<string, AuthMethodTraits>;
+  rules: readonly AdmissionRule[];
+  clock: () => number;
+}
+
+/** Builds the door of one server. */
+export function clientAdmission(options: AdmissionOptions): ClientAdmission {
+  const { scopes, grants, methods, rules, clock } = options;
+  return {
+    grants,
+    methods,
+    admit(proposed, { origin, authorized = origin !== "registration" && origin !== "document", relaxHttp = false }) {
+      if (typeof proposed !== "object" || proposed === null) throw new AdmissionError("client", "the registration must be an object");
+      const draft = proposed;
+      const clientId = draft.client_id ?? randomToken().slice(0, 22);
+      const fail = (field: string, message: string): never => {
+        throw new AdmissionError(field, message);
+      };
+      if (typeof clientId !== "string" || !CLIENT_ID.test(clientId)) {
+        fail("client_id", `"client_id" must be 1-255 visible ASCII characters or spaces: "${String(clientId)}"`);
+      }
+      if (typeof draft.name !== "string" || draft.name.trim() === "") fail("name", `"name" is required for client "${clientId}"`);
+      if (draft.type !== "public" && draft.type !== "confidential") {
+        fail("type", `"type" must be "public" or "confidential" for client "${clientId}"`);
+      }
+      const redirectUris = draft.redirect_uris ?? [];
+      if (!Array.isArray(redirectUris)) fail("redirect_uris", "redirect_uris must be a list");
+      for (const uri of redirectUris) {
+        const problem = checkRedirectUriValue(uri, relaxHttp);
+        if (problem !== null) fail("redirect_uris", `a redirect URI of client "${clientId}" is refused: it ${problem}: "${String(uri)}"`);
+      }
+      const grantTypes = draft.grant_types ?? (redirectUris.length > 0 ? ["authorization_code", "refresh_token"] : ["client_credentials"]);
+      if (!Array.isArray(grantTypes) || grantTypes.length === 0) fail("grant_types", `"grant_types" must be a non-empty list`);
+      for (const name of grantTypes) {
+        const grant = grants.get(name);
+        if (grant === undefined) fail("grant_types", `client "${clientId}": unknown grant type "${String(name)}"`);
+        if (grant!.confidentialOnly && draft.type === "public") fail("grant_types", `client "${clientId}": a public client cannot use ${name} (RFC 6749 §4.4)`);
+        if (grant!.clientFields.includes("redirect_uris") && redirectUris.length === 0) {
+          fail("redirect_uris", `client "${clientId}": ${name} needs at least one redirect URI`);
+        }
+      }
+      if (draft.client_credentials_refresh_token === true &&
+        (!grantTypes.includes("refresh_token") || !grantTypes.includes("client_credentials"))) {
+        fail("client_credentials_refresh_token", `client "${clientId}": client_credentials_refresh_token needs both the client_credentials and refresh_token grants`);
+      }
+      if (!Array.isArray(draft.scopes) || draft.scopes.length === 0) fail("scopes", `client "${clientId}" must list at least one scope`);
+      for (const s of draft.scopes) if (!scopes.has(s)) fail("scopes", `client "${clientId}" names unknown scope "${s}"`);
+      if (draft.default_scope !== undefined) {
+        const tokens = typeof draft.default_scope === "string" ? draft.default_scope.split(" ") : [];
+        if (tokens.length === 0 || !tokens.every((t) => draft.scopes.includes(t))) {
+          fail("default_scope", `the default scope of client "${clientId}" must be a space-delimited list of its scopes`);
+        }
+      }
+      let secret: string | undefined;
+      if (draft.type === "confidential") {
+        secret = draft.client_secret ?? randomToken();
+        if (typeof secret !== "string" || secret.length < 16) fail("client_secret", `the secret of client "${clientId}" must be at least 16 characters`);
+      } else if (draft.client_secret !== undefined) {
+        fail("client_secret", `public client "${clientId}" must not have a secret`);
+      }
+      if (draft.introspection !== undefined) {
+        if (draft.introspection !== "own" && draft.introspection !== "all") fail("introspection", `"introspection" must be "own" or "all" for client "${clientId}"`);
+        if (draft.type !== "confidential") fail("introspection", `public client "${clientId}" cannot introspect`);
+      }
+      const client: ClientRecord = {
+        client_id: clientId,
+        name: draft.name,
+        type: draft.type,
+        redirect_uris: [...redirectUris],
+        scopes: [...new Set(draft.scopes)],
+        grant_types: [...grantTypes],
+        client_credentials_refresh_token: draft.client_credentials_refresh_token === true,
+        active: true,
+        created_at: clock(),
+      };
+      if (secret !== undefined) client.secret_hash = sha256(secret);
+      if (draft.default_scope !== undefined) client.default_scope = draft.default_scope;
+      if (draft.introspection !== undefined) client.introspection = draft.introspection;
+      if (origin !== undefined) client.origin = origin;
+      if (draft.metadata !== undefined && Object.keys(draft.metadata).length > 0) client.metadata = { ...draft.metadata };
+      for (const rule of rules) rule(client, { origin, authorized, grants });
+      return secret === undefined ? { client } : { client, client_secret: secret };
+    },
+  };
+}
