@@ -9,7 +9,7 @@ import { base64url } from "../crypto.ts";
 import { algorithmEntry, checkAllowList, checkSignatureShape, type JwsAlgorithm, keyFits } from "./algorithms.ts";
 import { decodeSegment, parseJsonObject, utf8Bytes } from "./encoding.ts";
 import { JoseError } from "./errors.ts";
-import { importJwk, isPrivateJwk, type Jwk } from "./jwk.ts";
+import { importJwk, type Jwk } from "./jwk.ts";
 
 /** A JWS Protected Header (RFC 7515 §4.1). */
 export interface JwsHeader {
@@ -160,7 +160,7 @@ async function candidateKeys(header: VerifiedHeader, options: VerifyJwsOptions):
   if (key === undefined) {
     const jwk = header.jwk as unknown;
     if (typeof jwk !== "object" || jwk === null || Array.isArray(jwk)) throw invalid("JWS \"jwk\" header parameter is missing");
-    if (isPrivateJwk(jwk as Jwk)) throw new JoseError("ERR_JWK_INVALID", "JWS \"jwk\" header parameter holds a private key", { claim: "jwk" });
+    // Imported as a verification key, so a jwk with private members is refused (checkJwk).
     return [await importJwk(jwk as Jwk, header.alg, "verify")];
   }
   if (isCryptoKey(key)) return [key];
