@@ -1,8 +1,9 @@
 // Brute force against client secrets is slowed per address, while the real client keeps working.
-import { expect, test } from "vitest";
+import { describe, expect, test } from "vitest";
 import { createAuthorizationServer, memoryStorage } from "../mod.ts";
 import { memoryThrottle } from "../lib/throttle.ts";
-import { fixture, SECRETS, TOKEN_URL } from "./helpers.ts";
+import { fixture, postToken, SECRETS, TOKEN_URL } from "./helpers.ts";
+import type { Throttle } from "../lib/throttle.ts";
 
 const attempt = (server: Awaited<ReturnType<typeof fixture>>["server"], secret: string, address: string) =>
   server.fetch(new Request(TOKEN_URL, {
@@ -78,4 +79,16 @@ test("at its key cap the throttle forgets idle keys, keeps one still in use, and
   const started = performance.now();
   for (let i = 100_000; i < 150_000; i++) big.fail(`addr:${i}`, 0);
   expect(performance.now() - started).toBeLessThan(750); // about 90 ms here; evicting key by key took 1.8 s
+});
+
+describe("a throttle that answers asynchronously (a shared store) is awaited: its block holds", () => {
+  const basic = (id: string, secret: string) => ({ authorization: `Basic ${btoa(`${id}:${secret}`)}` });
+
+  test("a throttle that answers asynchronously (a shared store) is awaited: its block holds", async () => {
+    const shared: Throttle = { retryAfter: () => Promise.resolve(1500), fail: () => Promise.resolve() };
+    const { server } = await fixture({ throttle: shared });
+    const response = await postToken(server, { grant_type: "client_credentials" }, basic("backend", SECRETS.backend));
+    expect(response.status).toBe(429);
+    expect(response.headers.get("retry-after")).toBe("2");
+  });
 });

@@ -1,5 +1,5 @@
 /**
- * Small helpers for the token-endpoint tests (token_table.test.ts, client_auth.test.ts). Everything goes through
+ * Small helpers for the token-endpoint tests (endpoints/token.test.ts, client_auth/authenticate.test.ts). Everything goes through
  * `server.fetch`; PKCE and Basic encoding are computed here independently of lib/, so a bug there cannot hide
  * itself by being used on both sides.
  */

@@ -1,11 +1,16 @@
-import { describe, expect, it } from "vitest";
+import { describe, expect, it, test } from "vitest";
 import { passwordLogin, type PasswordLoginOptions } from "../../lib/consent/login.ts";
 import { base64url } from "../../lib/crypto.ts";
 import { ConfigurationError } from "../../lib/errors.ts";
 import type { EndUser, InteractionContext } from "../../lib/options.ts";
+import type { Throttle } from "../../lib/throttle.ts";
+import { memoryThrottle } from "../../lib/throttle.ts";
+import { codeRequest, fixture, getAuthorize, ISSUER } from "../helpers.ts";
 
 const SECRET = "0123456789abcdef0123456789abcdef";
+
 const URL_ = "https://auth.example/authorize?response_type=code&client_id=printer&state=s%20t";
+
 const CLIENT = { client_id: "printer", name: "Photo Printer" };
 
 /** A hook with a clock the test moves, and a log of verify calls. */
@@ -306,5 +311,81 @@ describe("passwordLogin throttling", () => {
   it("throttle: false switches it off", async () => {
     const { hook } = setup({ throttle: false });
     for (let i = 0; i < 20; i++) expect((await attempt(hook, `guess ${i}`, "203.0.113.9")).status).toBe(401);
+  });
+});
+
+describe("1. the login throttle under concurrency", () => {
+  const SECRET = "0123456789abcdef0123456789abcdef";
+
+  const URL_ = "https://auth.example/authorize?response_type=code&client_id=printer";
+
+  const CLIENT = { client_id: "printer", name: "Photo Printer" };
+
+  describe("the login throttle under concurrency", () => {
+    async function loginRig(throttle?: Throttle) {
+      let evaluated = 0;
+      const hook = passwordLogin({
+        secret: SECRET,
+        ...(throttle ? { throttle } : {}),
+        verify: async (username, password) => {
+          evaluated++;
+          await new Promise((done) => setTimeout(done, 20)); // a slow hash
+          return username === "alice" && password === "right" ? { id: "alice" } : null;
+        },
+      });
+      const page = (await hook(new Request(URL_), { form: null, client: CLIENT, scope: "s", remoteAddress: "203.0.113.9" })) as Response;
+      const csrf = /name="csrf" value="([^"]*)"/.exec(await page.text())![1]!;
+      const nonce = page.headers.getSetCookie()[0]!.split(";")[0]!;
+      const attempt = async (password: string, address = "203.0.113.9") => {
+        const form = new URLSearchParams({ csrf, username: "alice", password });
+        const request = new Request(URL_, { method: "POST", headers: { cookie: nonce } });
+        return ((await hook(request, { form, client: CLIENT, scope: "s", remoteAddress: address })) as Response).status;
+      };
+      return { attempt, evaluated: () => evaluated };
+    }
+
+    test("60 concurrent guesses: at most 5 wrong passwords are evaluated, and the right one does not win", async () => {
+      const { attempt, evaluated } = await loginRig();
+      const wrong = Array.from({ length: 59 }, (_, i) => attempt(`wrong-${i}`));
+      // The right password arrives while the first wrong ones are still being hashed (the attack's timing).
+      while (evaluated() < 5) await new Promise((done) => setTimeout(done, 1));
+      const statuses = await Promise.all([...wrong, attempt("right")]);
+      expect(evaluated()).toBeLessThanOrEqual(5);
+      expect(statuses.filter((s) => s === 303)).toEqual([]);
+      expect(statuses.filter((s) => s === 429).length).toBe(55);
+    });
+
+    test("a success gives its reservation back: a typo or four, then the right password, blocks nobody", async () => {
+      const { attempt } = await loginRig(memoryThrottle({ maxFailures: 5, windowSeconds: 300 }));
+      for (let i = 0; i < 4; i++) expect(await attempt(`typo-${i}`)).toBe(401);
+      expect(await attempt("right")).toBe(303);
+      expect(await attempt("right")).toBe(303);
+      expect(await attempt("typo-5")).toBe(401);
+      expect(await attempt("right")).toBe(429);
+    });
+  });
+});
+
+describe("the login hook", () => {
+
+  describe("the login hook", () => {
+    test("a hook that returns an empty user id is a server_error, not a sign-in", async () => {
+      const { server, errors } = await fixture({ authenticateUser: () => ({ id: "" }) });
+      const response = await getAuthorize(server, codeRequest("web"));
+      expect(response.status).toBe(500);
+      expect(errors.length).toBe(1);
+    });
+
+    test("passwordLogin refuses a verify that returns an empty id", async () => {
+      const hook = passwordLogin({ secret: "0123456789abcdef0123456789abcdef", verify: () => ({ id: "" }) });
+      const url = `${ISSUER}/authorize`;
+      const page = (await hook(new Request(url), { form: null, client: { client_id: "c", name: "C" }, scope: "s", remoteAddress: undefined })) as Response;
+      const csrf = csrfOf(await page.text());
+      const nonce = page.headers.getSetCookie()[0]!.split(";")[0]!;
+      const attempt = hook(new Request(url, { method: "POST", headers: { cookie: nonce } }), {
+        form: new URLSearchParams({ csrf, username: "u", password: "p" }), client: { client_id: "c", name: "C" }, scope: "s", remoteAddress: undefined,
+      });
+      await expect(attempt).rejects.toThrow(TypeError);
+    });
   });
 });

@@ -25,7 +25,7 @@ import {
   spaCode,
   spaTokens,
   webCode,
-} from "./helpers.ts";
+} from "../helpers.ts";
 import {
   expectError,
   expectNoStore,
@@ -37,7 +37,7 @@ import {
   spaCodeFor,
   token,
   type TokenExpectation,
-} from "./token_helpers.ts";
+} from "../token_helpers.ts";
 
 // ---------------------------------------------------------------------------------------------------------------
 // The spec's table (spec §4.2 "Body fields by grant"), cell for cell.
@@ -264,7 +264,7 @@ describe("spec §4.2 body-field table", () => {
     });
   }
 
-  const specFile = fileURLToPath(new URL("../../shared/spec/oauth2-service.md", import.meta.url));
+  const specFile = fileURLToPath(new URL("../../../shared/spec/oauth2-service.md", import.meta.url));
   test.skipIf(!existsSync(specFile))("SPEC_TABLE is the spec's table, cell for cell", () => {
     const lines = readFileSync(specFile, "utf8").split("\n");
     const start = lines.findIndex((line) => line.startsWith("| Field | authorization_code (public)"));

@@ -1,5 +1,5 @@
 // `server.clients` (lib/clients.ts): what a registration must hold, each refusal with the message that names the
-// problem, and what pause, resume and delete report. Mutation testing (issue 15 item 12) found these unheld.
+// problem, and what pause, resume and delete report.
 import { describe, expect, test } from "vitest";
 import { type AuditEvent, ConfigurationError } from "../mod.ts";
 import type { ClientRegistration } from "../lib/clients.ts";
@@ -87,4 +87,20 @@ test("what is not given is absent: no default_scope member, and no client_secret
   const registered = await server.clients.register({ client_id: "p", name: "P", type: "public", redirect_uris: [REDIRECT], scopes: ["read"] });
   expect(Object.keys(registered)).toEqual(["client"]);
   expect("default_scope" in registered.client).toBe(false);
+});
+
+describe("client registration", () => {
+  test.each(["javascript:alert(1)", "data:text/html,hi"])("refuses the redirect URI %s", async (uri) => {
+    const { server } = await fixture();
+    await expect(server.clients.register({ client_id: "x", name: "X", type: "public", redirect_uris: [uri], scopes: ["read"] }))
+      .rejects.toThrow(/uses a forbidden scheme/);
+  });
+
+  test("a secret needs 16 characters: 15 are refused, 16 accepted", async () => {
+    const { server } = await fixture();
+    const register = (secret: string) =>
+      server.clients.register({ client_id: "c", client_secret: secret, name: "C", type: "confidential", scopes: ["read"], grant_types: ["client_credentials"] });
+    await expect(register("a".repeat(15))).rejects.toThrow(/at least 16 characters/);
+    await expect(register("a".repeat(16))).resolves.toMatchObject({ client_secret: "a".repeat(16) });
+  });
 });

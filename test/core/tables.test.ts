@@ -3,7 +3,7 @@
  * follow the one table of each, through the public handler.
  */
 import { beforeAll, describe, expect, it } from "vitest";
-import { ISSUER, errorOf, fixture, type Fixture, postToken, SECRETS } from "./helpers.ts";
+import { ISSUER, errorOf, fixture, type Fixture, postToken, SECRETS } from "../helpers.ts";
 
 let f: Fixture;
 let metadata: Record<string, unknown>;

@@ -1,7 +1,7 @@
 // The refresh grace window (issue 11 item 8): opt-in; inside it, a retry with the immediate predecessor of the
 // latest refresh token succeeds without revoking the grant; outside it, or for an older token, reuse revokes.
 import { describe, expect, test } from "vitest";
-import { codeFlow, mcpFixture, post } from "./mcp_helpers.ts";
+import { codeFlow, mcpFixture, post } from "../mcp_helpers.ts";
 
 const refresh = async (server: Parameters<typeof post>[0], token: string) => {
   const response = await post(server, "/token", { grant_type: "refresh_token", client_id: "cli", refresh_token: token });

@@ -1,7 +1,7 @@
-// The resource-API guard (spec §4.3, RFC 6750 §2.1 and §3).
+// The resource guard of the server's own process (server.protect, verifyAccessToken; RFC 6750).
 import { describe, expect, test } from "vitest";
 import { OAuthError } from "../mod.ts";
-import { fixture, ISSUER, postToken, SECRETS } from "./helpers.ts";
+import { bearer, codeRequest, consent, errorOf, fixture, ISSUER, postToken, SECRETS, spaTokens } from "./helpers.ts";
 
 async function token(server: Awaited<ReturnType<typeof fixture>>["server"], scope = "export"): Promise<string> {
   const response = await postToken(server, { grant_type: "client_credentials", client_id: "backend", client_secret: SECRETS.backend, scope });
@@ -166,5 +166,40 @@ describe("what the guard says about a token", () => {
     const access = await token(server);
     storage.getClient = () => Promise.resolve(null);
     await expect(server.verifyAuthorization(`Bearer ${access}`)).rejects.toMatchObject({ code: "invalid_token", status: 401 });
+  });
+});
+
+describe("access tokens", () => {
+  const refresh = (server: Awaited<ReturnType<typeof fixture>>["server"], token: string, extra: Record<string, string> = {}) =>
+    postToken(server, { grant_type: "refresh_token", client_id: "spa", refresh_token: token, ...extra });
+
+  describe("access tokens", () => {
+    test("expire after expires_in seconds", async () => {
+      const { server, clock } = await fixture();
+      const response = await postToken(server, { grant_type: "client_credentials", client_id: "backend", client_secret: SECRETS.backend, scope: "export" });
+      const { access_token, expires_in } = await response.json();
+      expect(expires_in).toBe(3600);
+      clock.advance(3599);
+      await expect(bearer(server, access_token)).resolves.toMatchObject({ client_id: "backend", scope: "export" });
+      clock.advance(1);
+      await expect(bearer(server, access_token)).rejects.toMatchObject({ code: "invalid_token" });
+    });
+
+    test("lifetimes are configurable", async () => {
+      const { server } = await fixture({ lifetimes: { accessToken: 60 } });
+      const response = await postToken(server, { grant_type: "client_credentials", client_id: "backend", client_secret: SECRETS.backend, scope: "export" });
+      expect((await response.json()).expires_in).toBe(60);
+    });
+
+    test("a paused client's tokens stop working, and work again when it resumes", async () => {
+      const { server } = await fixture();
+      const tokens = await spaTokens(server);
+      await server.clients.pause("spa");
+      await expect(bearer(server, tokens.access_token)).rejects.toMatchObject({ code: "invalid_token" });
+      expect(await errorOf(await refresh(server, tokens.refresh_token))).toMatchObject({ status: 401, error: "invalid_client" });
+      expect((await consent(server, codeRequest("spa")).catch((e: Error) => e)) instanceof Error).toBe(true);
+      await server.clients.resume("spa");
+      await expect(bearer(server, tokens.access_token)).resolves.toMatchObject({ client_id: "spa" });
+    });
   });
 });

@@ -1,8 +1,8 @@
 // Resource indicators (RFC 8707; issue 11 item 3): bound at /authorize, only narrowed by the token request and
 // refresh, and reported as `aud` by introspection and the Bearer guard.
 import { describe, expect, test } from "vitest";
-import { csrfOf, errorOf, fixture, ISSUER, SECRETS } from "./helpers.ts";
-import { codeFlow, MCP, mcpFixture, OTHER_RESOURCE, post, redirectError } from "./mcp_helpers.ts";
+import { csrfOf, errorOf, fixture, ISSUER, SECRETS } from "../helpers.ts";
+import { codeFlow, MCP, mcpFixture, OTHER_RESOURCE, post, redirectError } from "../mcp_helpers.ts";
 
 const basic = (id: string, secret: string) => ({ authorization: `Basic ${btoa(`${id}:${secret}`)}` });
 

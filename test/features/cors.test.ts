@@ -1,8 +1,8 @@
 // CORS (issue 11 item 7): token, revocation, registration and metadata answer browser apps on other origins;
 // never with credentials, never on the authorization endpoint; a preflight spends nothing.
 import { describe, expect, test } from "vitest";
-import { ISSUER } from "./helpers.ts";
-import { codeFlow, mcpFixture, post } from "./mcp_helpers.ts";
+import { ISSUER } from "../helpers.ts";
+import { codeFlow, mcpFixture, post } from "../mcp_helpers.ts";
 
 const APP = "https://spa.example";
 const options = (path: string, origin = APP, method = "POST") =>

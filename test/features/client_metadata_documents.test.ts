@@ -2,9 +2,9 @@
 // deadline, private hosts refused, injectable fetch and allow hook), a bounded cache that never keeps errors,
 // documents with secrets refused, unknown grant types ignored, and a consent page that names hosts.
 import { describe, expect, test } from "vitest";
-import { isClientIdUrl } from "../lib/features/client_metadata_documents.ts";
-import { ISSUER } from "./helpers.ts";
-import { codeFlow, mcpFixture, post } from "./mcp_helpers.ts";
+import { isClientIdUrl } from "../../lib/features/client_metadata_documents.ts";
+import { ISSUER } from "../helpers.ts";
+import { codeFlow, mcpFixture, post } from "../mcp_helpers.ts";
 
 const CLIENT_ID = "https://app.example.com/oauth/client.json";
 

@@ -1,6 +1,6 @@
 // Options and registrations are checked at once, with errors that name the bad value.
 import { describe, expect, test } from "vitest";
-import { ConfigurationError, createAuthorizationServer } from "../mod.ts";
+import { ConfigurationError, createAuthorizationServer } from "../../mod.ts";
 
 const base = { issuer: "https://auth.example.com", scopes: { read: "Read" } };
 

@@ -1,10 +1,10 @@
 // The profile option (issue 14 item 3; issue 11 item 1): the spec's addresses and scope rule, or RFC 6749's;
 // default scopes; narrowing on refresh; and loopback redirect URIs on any port (RFC 8252 §7.3, §8.3).
 import { describe, expect, test } from "vitest";
-import type { AuthorizationServer } from "../mod.ts";
-import { createReferenceApp } from "../lib/reference/app.ts";
-import { DEMO_CONFIG, parseConfig } from "../lib/reference/config.ts";
-import { csrfOf, errorOf, fixture, ISSUER, pkce, postToken } from "./helpers.ts";
+import type { AuthorizationServer } from "../../mod.ts";
+import { createReferenceApp } from "../../lib/reference/app.ts";
+import { DEMO_CONFIG, parseConfig } from "../../lib/reference/config.ts";
+import { csrfOf, errorOf, fixture, ISSUER, pkce, postToken } from "../helpers.ts";
 
 const LOOPBACK = "http://127.0.0.1/callback";
 
