@@ -4,6 +4,7 @@
  *
  * @module
  */
+import { FEATURES, type FeatureId, isFeature } from "./features.ts";
 
 /** A client the target registered for one role. */
 export interface ClientRole {
@@ -103,6 +104,11 @@ export interface Target {
    * fetch from, e.g. `http://127.0.0.1:47801`); without it the CIMD cases skip.
    */
   client_metadata_documents?: { origin: string };
+  /**
+   * What the target file says the server offers, feature by feature; it overrides the metadata (see
+   * {@link FEATURES}). Empty: discovery alone decides.
+   */
+  features: Partial<Record<FeatureId, boolean>>;
 }
 
 /** Options of {@link parseTarget}. */
@@ -250,6 +256,17 @@ export function parseTarget(input: unknown, options: ParseTargetOptions = {}): T
       } else if (origin !== undefined) documents = { origin };
     }
   }
+  const features: Partial<Record<FeatureId, boolean>> = {};
+  if (input.features !== undefined) {
+    if (!isObj(input.features)) bad("features", "must be an object of feature id to true or false");
+    else {
+      for (const [id, value] of Object.entries(input.features)) {
+        if (!isFeature(id)) bad(`features.${id}`, `is not a known feature (${Object.keys(FEATURES).join(", ")})`);
+        else if (typeof value !== "boolean") bad(`features.${id}`, "must be true or false", value);
+        else features[id] = value;
+      }
+    }
+  }
   const revocation = input.revocation_url === undefined ? undefined : url(input, "revocation_url", "");
   const metadata = input.metadata_url === undefined ? undefined : url(input, "metadata_url", "");
   let clockUrl: string | undefined;
@@ -282,6 +299,7 @@ export function parseTarget(input: unknown, options: ParseTargetOptions = {}): T
     code_lifetime_s: lifetime as number,
     metadata_url: metadata ?? wellKnown(issuer!),
     mcp,
+    features,
     ...(documents === undefined ? {} : { client_metadata_documents: documents }),
   };
   if (revocation !== undefined) target.revocation_url = revocation;
