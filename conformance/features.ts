@@ -37,6 +37,7 @@ export type FeatureId =
   | "metadata"
   | "response_type_code"
   | "pkce_s256"
+  | "client_credentials"
   | "registration"
   | "client_id_metadata_documents"
   | "revocation"
@@ -70,6 +71,12 @@ export const FEATURES: Readonly<Record<FeatureId, FeatureDef>> = {
     ref: "RFC 8414 §2; RFC 7636 §4.2",
     detected_by: 'code_challenge_methods_supported contains "S256"',
     detect: (m) => has(m, "code_challenge_methods_supported", "S256"),
+  },
+  client_credentials: {
+    title: "The client_credentials grant",
+    ref: "RFC 6749 §4.4",
+    detected_by: 'grant_types_supported contains "client_credentials"',
+    detect: (m) => has(m, "grant_types_supported", "client_credentials"),
   },
   registration: {
     title: "Dynamic client registration",

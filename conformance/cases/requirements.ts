@@ -9,7 +9,7 @@ import type { CaseDef } from "../case.ts";
 import { summary } from "../checks.ts";
 import { FEATURES, type FeatureId } from "../features.ts";
 import type { Level, Profile } from "../types.ts";
-import { MCP } from "./profiles.ts";
+import { MCP, SPEC } from "./profiles.ts";
 
 /** One feature a profile requires. */
 export interface Requirement {
@@ -32,6 +32,14 @@ const MCP_AUTH = "MCP authorization 2026-07-28";
 
 /** Every profile's required features. */
 export const REQUIREMENTS: readonly Requirement[] = [
+  {
+    id: "TOKEN-CC-OFFERED",
+    feature: "client_credentials",
+    level: "MUST",
+    profiles: SPEC,
+    title: "The server offers the client_credentials grant and says so in its metadata",
+    ref: "spec §4.2 (the client_credentials column of the body-field table); RFC 6749 §4.4; RFC 8414 §2 (grant_types_supported)",
+  },
   {
     id: "MCP-METADATA-PKCE",
     feature: "pkce_s256",

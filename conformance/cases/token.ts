@@ -83,6 +83,8 @@ export const cases: CaseDef[] = [
     level: "MUST",
     profiles: ALL,
     positive: true,
+    // Shown with client_credentials, the one grant that needs no user.
+    features: ["client_credentials"],
     async run(ctx) {
       const client = ctx.target.clients.client_credentials;
       const reply = await ctx.token(

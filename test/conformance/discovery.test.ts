@@ -30,6 +30,7 @@ const EVERYTHING: Metadata = {
   jwks_uri: `${ISSUER}/jwks`,
   token_endpoint_auth_methods_supported: ["private_key_jwt"],
   grant_types_supported: [
+    "client_credentials",
     "urn:ietf:params:oauth:grant-type:jwt-bearer",
     "urn:ietf:params:oauth:grant-type:token-exchange",
     "urn:ietf:params:oauth:grant-type:device_code",

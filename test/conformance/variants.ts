@@ -576,6 +576,16 @@ const moreVariants: Variant[] = [
     async build() {
       return editResponse(await base(), isMetadata, async (response) => {
         const body = await response.json() as Record<string, unknown>;
+        return Response.json({ ...body, grant_types_supported: ["authorization_code", "client_credentials"] });
+      });
+    },
+  },
+  {
+    name: "metadata that does not offer client_credentials, which the spec requires",
+    catches: ["TOKEN-CC-OFFERED"],
+    async build() {
+      return editResponse(await base(), isMetadata, async (response) => {
+        const body = await response.json() as Record<string, unknown>;
         return Response.json({ ...body, grant_types_supported: ["authorization_code", "refresh_token"] });
       });
     },
