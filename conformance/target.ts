@@ -235,9 +235,9 @@ export function parseTarget(input: unknown, options: ParseTargetOptions = {}): T
   if (input.mcp !== undefined) {
     if (!isObj(input.mcp)) bad("mcp", "must be an object");
     else {
-      const resource = str(input.mcp, "resource", "mcp.", false);
-      if (resource !== undefined && !isAbsolute(resource)) bad("mcp.resource", "must be an absolute http(s) URL", resource);
-      else if (resource !== undefined) mcp.resource = resource;
+      // A path means a resource under base_url, for servers started on a port chosen at run time.
+      const resource = input.mcp.resource === undefined ? undefined : url(input.mcp, "resource", "mcp.");
+      if (resource !== undefined) mcp.resource = resource;
       if (input.mcp.protected_url !== undefined) {
         const protectedUrl = url(input.mcp, "protected_url", "mcp.");
         if (protectedUrl !== undefined) mcp.protected_url = protectedUrl;

@@ -92,6 +92,7 @@ export const cases: CaseDef[] = [
     ref: "spec §4.2 rule 1, §8; RFC 6749 §5.1 (scope)",
     level: "MUST",
     profiles: SPEC,
+    features: ["client_credentials"],
     positive: true,
     async run(ctx) {
       const code = await ctx.tokens("public");

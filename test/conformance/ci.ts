@@ -22,6 +22,7 @@ const REFERENCE = ["--target", "conformance/targets/reference.json"];
 const FOREIGN = [
   { name: "oidc-provider", launcher: "conformance/targets/oidc_provider.ts", file: "oidc-provider" },
   { name: "@node-oauth/oauth2-server", launcher: "conformance/targets/node_oauth.ts", file: "node-oauth" },
+  { name: "workers-oauth-provider", launcher: "conformance/targets/workers_oauth_provider.ts", file: "workers-oauth-provider" },
 ];
 
 /** One run of the CLI: a name and its arguments (after `conformance/cli.ts`). */
