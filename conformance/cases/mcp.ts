@@ -45,6 +45,8 @@ function register(ctx: CaseContext, endpoint: string, redirect: string): Promise
     token_endpoint_auth_method: "none",
     grant_types: ["authorization_code", "refresh_token"],
     response_types: ["code"],
+    // MCP 2026-07-28 (SEP-837): clients send it; a loopback redirect URI is a native app's (RFC 8252 §7.3).
+    application_type: "native",
     scope: ctx.target.clients.public.scope,
   });
   return ctx.http.send("POST", endpoint, { body, headers: { "content-type": "application/json", accept: "application/json" } });
