@@ -49,6 +49,7 @@ const auth = betterAuth({
   logger: { level: "error" },
   plugins: [
     jwt(),
+    // Cast: better-auth's plugin types do not check under this repository's exactOptionalPropertyTypes.
     mcp({
       loginPage: "/sign-in",
       consentPage: "/consent",
@@ -61,14 +62,19 @@ const auth = betterAuth({
       clientPrivileges: () => true,
       generateClientId: () => next?.id as string,
       generateClientSecret: () => next?.secret as string,
-    }),
+    }) as never,
   ],
 });
+/** The plugin's server-side endpoints, typed as called here (the cast above hides them from `auth.api`). */
+const api = auth.api as unknown as {
+  adminCreateOAuthClient(input: { headers: Headers; body: Record<string, unknown> }): Promise<unknown>;
+  signUpEmail(input: { body: Record<string, string>; returnHeaders: true }): Promise<{ headers: Headers }>;
+};
 
 const { runMigrations } = await getMigrations(auth.options);
 await runMigrations();
 // Clients are created by a signed-in user (the endpoint asks for a session): the test user, signed up here.
-const signedUp = await auth.api.signUpEmail({ body: { email: USER.email, password: USER.password, name: "Conformance user" }, returnHeaders: true });
+const signedUp = await api.signUpEmail({ body: { email: USER.email, password: USER.password, name: "Conformance user" }, returnHeaders: true });
 const session = signedUp.headers.getSetCookie().map((c) => c.split(";")[0]).join("; ");
 const clients = [
   { id: "spa", secret: undefined, scope: "reports.read reports.write offline_access", grants: ["authorization_code", "refresh_token"], redirect: REDIRECT },
@@ -78,7 +84,7 @@ const clients = [
 ];
 for (const c of clients) {
   next = c.secret === undefined ? { id: c.id } : { id: c.id, secret: c.secret };
-  await auth.api.adminCreateOAuthClient({
+  await api.adminCreateOAuthClient({
     headers: new Headers({ cookie: session }),
     body: {
       client_name: c.id,
@@ -94,7 +100,7 @@ for (const c of clients) {
       // setting; it requires PKCE of every client by default).
       ...(c.secret !== undefined && c.redirect !== undefined ? { require_pkce: false } : {}),
     },
-  } as never);
+  });
 }
 next = undefined;
 
