@@ -7,6 +7,7 @@
 import type { Reply } from "./http.ts";
 import type { Area, Cell, Exchange, Level, Profile } from "./types.ts";
 import type { CaseContext } from "./context.ts";
+import type { FeatureId } from "./features.ts";
 
 /** One conformance case. */
 export interface CaseDef {
@@ -22,6 +23,11 @@ export interface CaseDef {
   level: Level;
   /** The profiles whose rules include this case's rule. */
   profiles: readonly Profile[];
+  /**
+   * The features the case needs (capability discovery): where the server offers one of them not, the case is
+   * NOT_OFFERED and does not run.
+   */
+  features?: readonly FeatureId[];
   /** Prerequisite cases (positive controls): when one does not pass, this case is BLOCKED, not run. */
   needs?: readonly string[];
   /**

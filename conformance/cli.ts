@@ -13,7 +13,9 @@ import { readFile, writeFile } from "node:fs/promises";
 import { resolve } from "node:path";
 import process from "node:process";
 import { pathToFileURL } from "node:url";
+import { badgeOf, badgeSvg, shieldsJson } from "./badge.ts";
 import { openDocumentServer } from "./document_server.ts";
+import { formatHtml } from "./html.ts";
 import {
   ALL_CASES,
   casesMarkdown,
@@ -30,6 +32,7 @@ import {
   PreflightError,
   type Profile,
   PROFILES,
+  type Report,
   runConformance,
   selectCases,
 } from "./mod.ts";
@@ -53,6 +56,11 @@ Options:
   --skip PATTERNS    Leave these cases out (same syntax).
   --json FILE        Also write the report as JSON to FILE.
   --junit FILE       Also write the report as JUnit XML to FILE.
+  --report FORMAT FILE
+                     Also write the report as FORMAT to FILE (repeatable): html (one self-contained page),
+                     badge (a shields-style SVG), shields (shields.io endpoint JSON), json, junit or text.
+  --from-json FILES  Run nothing: read earlier --json reports (comma-separated, one server, e.g. one per
+                     profile) and write the --report files from them.
   --timeout MS       Time limit of one case in milliseconds (default 20000).
   --verbose          Show every exchange of every case, and notes of passing cases.
   --list             List the cases (of --profile, if given) and exit (--markdown: as the README's table).
@@ -61,10 +69,23 @@ Options:
 Exit codes: 0 no unexpected MUST failure, 1 an unexpected MUST failure, 2 bad usage, target, expectations
 or module, or an unreachable target.`;
 
-const FLAGS = new Set(["target", "base-url", "serve", "module", "driver", "only", "skip", "json", "junit", "timeout", "profile", "expect"]);
+const FLAGS = new Set(["target", "base-url", "serve", "module", "driver", "only", "skip", "json", "junit", "timeout", "profile", "expect", "from-json"]);
+/** The formats of `--report FORMAT FILE`. */
+const REPORTS = {
+  html: (reports: Report[]) => formatHtml(reports),
+  badge: (reports: Report[]) => badgeSvg(badgeOf(reports)),
+  shields: (reports: Report[]) => shieldsJson(badgeOf(reports)) + "\n",
+  json: (reports: Report[]) => (reports.length === 1 ? formatJson(reports[0]!) : JSON.stringify(reports, null, 2)) + "\n",
+  junit: (reports: Report[]) => reports.map((r) => formatJunit(r)).join("\n") + "\n",
+  text: (reports: Report[]) => reports.map((r) => formatText(r)).join("\n\n") + "\n",
+} as const;
+type ReportFormat = keyof typeof REPORTS;
 const SWITCHES = new Set(["verbose", "list", "markdown", "help"]);
 
 class UsageError extends Error {}
+
+/** The `--report FORMAT FILE` pairs, in order. */
+const reportFiles: { format: ReportFormat; file: string }[] = [];
 
 function parseArgs(argv: string[]): Map<string, string> {
   const args = new Map<string, string>();
@@ -73,7 +94,13 @@ function parseArgs(argv: string[]): Map<string, string> {
     const m = /^--([a-z-]+)(?:=(.*))?$/.exec(arg);
     if (!m) throw new UsageError(`Unexpected argument "${arg}"`);
     const name = m[1]!;
-    if (SWITCHES.has(name)) args.set(name, "true");
+    if (name === "report") {
+      const format = m[2] ?? argv[++i];
+      const file = argv[++i];
+      if (format === undefined || file === undefined) throw new UsageError("--report needs a format and a file: --report html report.html");
+      if (!Object.hasOwn(REPORTS, format)) throw new UsageError(`--report format must be one of ${Object.keys(REPORTS).join(", ")}: "${format}"`);
+      reportFiles.push({ format: format as ReportFormat, file });
+    } else if (SWITCHES.has(name)) args.set(name, "true");
     else if (FLAGS.has(name)) {
       const value = m[2] ?? argv[++i];
       if (value === undefined) throw new UsageError(`--${name} needs a value`);
@@ -146,6 +173,29 @@ async function readJsonc(path: string, what: string): Promise<unknown> {
   }
 }
 
+/** Writes every `--report` file from the reports. */
+async function writeReports(reports: Report[]): Promise<void> {
+  for (const { format, file } of reportFiles) await writeFile(file, REPORTS[format](reports));
+}
+
+/** `--from-json`: the `--report` files from earlier JSON reports; exit 1 when one of them failed. */
+async function rewrite(files: string[]): Promise<number> {
+  if (files.length === 0) throw new UsageError("--from-json needs at least one file");
+  if (reportFiles.length === 0) throw new UsageError("--from-json writes --report files: name at least one");
+  const reports: Report[] = [];
+  for (const file of files) {
+    const json = await readJsonc(file, "report");
+    const list = Array.isArray(json) ? json : [json];
+    for (const r of list) {
+      if (typeof r !== "object" || r === null || !("summary" in r) || !("results" in r)) throw new UsageError(`"${file}" is not a JSON report of this suite`);
+      reports.push(r as Report);
+    }
+  }
+  await writeReports(reports);
+  for (const r of reports) console.log(`${r.profile.padEnd(9)} ${r.summary.passed} passed, ${r.summary.failed} failed, ${r.summary.not_offered} not offered`);
+  return reports.some((r) => r.summary.failed > 0) ? 1 : 0;
+}
+
 async function main(argv: string[]): Promise<number> {
   const args = parseArgs(argv);
   if (args.has("help")) {
@@ -162,6 +212,8 @@ async function main(argv: string[]): Promise<number> {
     console.log(args.has("markdown") ? casesMarkdown(cases) : casesText(cases));
     return 0;
   }
+  const fromJson = args.get("from-json");
+  if (fromJson !== undefined) return await rewrite(fromJson.split(",").map((f) => f.trim()).filter((f) => f !== ""));
   const targetPath = args.get("target");
   if (targetPath === undefined) throw new UsageError("--target FILE is required");
   const json = await readJsonc(targetPath, "target");
@@ -205,6 +257,7 @@ async function main(argv: string[]): Promise<number> {
     if (jsonFile !== undefined) await writeFile(jsonFile, formatJson(report) + "\n");
     const junitFile = args.get("junit");
     if (junitFile !== undefined) await writeFile(junitFile, formatJunit(report) + "\n");
+    await writeReports([report]);
     return report.summary.failed > 0 ? 1 : 0;
   } finally {
     await server?.stop();

@@ -7,6 +7,8 @@
  */
 import { type Evidence, exchanges, Outcome } from "./case.ts";
 import { expectTokens, type Tokens } from "./checks.ts";
+import type { Discovery } from "./discovery.ts";
+import type { FeatureId, FeatureStatus } from "./features.ts";
 import { type ApprovalDriver, ConsentRemembered, DriverError, isRedirectTo } from "./drivers/driver.ts";
 import { describe, type Recorder, type Reply } from "./http.ts";
 import { makeVerifier, randomString, s256 } from "./pkce.ts";
@@ -92,15 +94,32 @@ export class CaseContext {
   private readonly clock: AdvanceClock | undefined;
   /** The suite's document host, for the Client ID Metadata Document cases (none: they skip). */
   readonly documents: DocumentHost | undefined;
+  /** What the target offers, read from its metadata before the run (capability discovery). */
+  readonly discovery: Discovery | undefined;
 
   /** Made by the runner, one per case. */
-  constructor(target: Target, http: Recorder, driver: ApprovalDriver, profile: Profile = "spec", clock?: AdvanceClock, documents?: DocumentHost) {
+  constructor(
+    target: Target,
+    http: Recorder,
+    driver: ApprovalDriver,
+    profile: Profile = "spec",
+    clock?: AdvanceClock,
+    documents?: DocumentHost,
+    discovery?: Discovery,
+  ) {
     this.target = target;
     this.http = http;
     this.driver = driver;
     this.profile = profile;
     this.clock = clock;
     this.documents = documents;
+    this.discovery = discovery;
+  }
+
+  /** What discovery found about a feature (offered when discovery was not run). */
+  feature(id: FeatureId): FeatureStatus {
+    return this.discovery?.features.find((f) => f.id === id) ??
+      { id, title: id, offered: true, advertised: false, source: "target", detail: "discovery was not run" };
   }
 
   /** Ends the case as failed. Without evidence, the last exchange is shown. */

@@ -37,9 +37,28 @@ export interface SendOptions {
   body?: string;
 }
 
-/** Fields whose values never appear whole in evidence. */
-const SECRET_FIELDS = new Set(["client_secret", "password", "code_verifier", "refresh_token", "access_token"]);
-const SECRET_HEADERS = new Set(["authorization", "proxy-authorization", "cookie", "set-cookie"]);
+/**
+ * Fields whose values never appear whole in evidence: credentials, codes (RFC 6749 §4.1.2, RFC 8628 §3.2) and
+ * every kind of token or signed assertion a request or response may carry.
+ */
+const SECRET_FIELDS = new Set([
+  "client_secret",
+  "password",
+  "code",
+  "code_verifier",
+  "device_code",
+  "refresh_token",
+  "access_token",
+  "id_token",
+  "assertion",
+  "client_assertion",
+  "subject_token",
+  "actor_token",
+  "registration_access_token",
+  "initial_access_token",
+]);
+const SECRET_HEADERS = new Set(["authorization", "proxy-authorization", "cookie", "set-cookie", "dpop"]);
+const SECRET_JSON = new RegExp(`("(?:${[...SECRET_FIELDS].filter((f) => f !== "code").join("|")})"\\s*:\\s*")([^"]*)"`, "g");
 const MAX_BODY = 2000;
 
 /** Shows only the first four characters of a secret. */
@@ -48,6 +67,8 @@ export function mask(value: string): string {
 }
 
 function maskHeader(name: string, value: string): string {
+  // A redirect carries the code (or a token) in its query.
+  if (name === "location") return maskUrl(value);
   if (!SECRET_HEADERS.has(name)) return value;
   if (name === "authorization" || name === "proxy-authorization") {
     const space = value.indexOf(" ");
@@ -58,7 +79,8 @@ function maskHeader(name: string, value: string): string {
     /^(path|domain|expires|max-age|samesite)$/i.test(name) ? all : `${sep}${name}=${mask(v)}`);
 }
 
-function maskForm(text: string): string {
+/** Masks the secret fields of a form (or query) body. */
+export function maskForm(text: string): string {
   const params = new URLSearchParams(text);
   let changed = false;
   for (const [name, value] of params) {
@@ -74,14 +96,15 @@ function maskForm(text: string): string {
   return out.join("&");
 }
 
-function maskUrl(url: string): string {
+/** Masks the secret fields of a URL's query. */
+export function maskUrl(url: string): string {
   const q = url.indexOf("?");
   return q === -1 ? url : url.slice(0, q + 1) + maskForm(url.slice(q + 1));
 }
 
-function maskJson(text: string): string {
-  return text.replace(/("(?:access_token|refresh_token|id_token|client_secret|password|code_verifier)"\s*:\s*")([^"]*)"/g, (_, head: string, v: string) =>
-    `${head}${mask(v)}"`);
+/** Masks the secret members of a JSON text (a `code` member is left: JSON error bodies use the name too). */
+export function maskJson(text: string): string {
+  return text.replace(SECRET_JSON, (_, head: string, v: string) => `${head}${mask(v)}"`);
 }
 
 function headerRecord(headers: Headers): Record<string, string> {
@@ -117,11 +140,23 @@ export class Recorder {
   private readonly signal: AbortSignal | undefined;
   private readonly secrets: string[];
 
-  /** `secrets` (client secrets, the password) are masked wherever they appear, even echoed by the server. */
+  /**
+   * `secrets` (client secrets, the password) are masked wherever they appear, even echoed by the server; so is
+   * every code, token and credential the case sends or receives (see {@link secretValues}).
+   */
   constructor(inner: FetchLike, signal?: AbortSignal, secrets: readonly string[] = []) {
     this.inner = inner;
     this.signal = signal;
     this.secrets = secrets.filter((s) => s.length >= 4).flatMap((s) => [s, encodeURIComponent(s)]);
+  }
+
+  /** Remembers secret values seen on the wire, so that a server echoing one (in an error text, say) shows it masked. */
+  private learn(values: string[]): void {
+    for (const v of values) {
+      // Short values (a state, "1") would mask unrelated text.
+      if (v.length < 8) continue;
+      for (const form of [v, encodeURIComponent(v)]) if (!this.secrets.includes(form)) this.secrets.push(form);
+    }
   }
 
   /** Masks every secret in `text`. */
@@ -147,6 +182,7 @@ export class Recorder {
   /** Sends a request and records it; returns the response (body re-readable) and its exchange. */
   private async record(request: Request): Promise<{ response: Response; exchange: Exchange }> {
     const body = request.method === "GET" || request.method === "HEAD" ? undefined : await request.clone().text();
+    this.learn(secretValues(request.url, request.headers, body));
     const exchange: Exchange = {
       request: { method: request.method, url: maskUrl(request.url), headers: headerRecord(request.headers) },
     };
@@ -163,6 +199,7 @@ export class Recorder {
       throw error;
     }
     const text = await response.text();
+    this.learn(secretValues(undefined, response.headers, text));
     const html = /^text\/html\b/i.test(response.headers.get("content-type") ?? "");
     const shown = html ? summarizeHtml(text, request.url) : truncate(maskJson(text));
     exchange.response = { status: response.status, headers: headerRecord(response.headers), body: shown };
@@ -201,6 +238,32 @@ export class Recorder {
   last(): Exchange | undefined {
     return this.exchanges[this.exchanges.length - 1];
   }
+}
+
+/**
+ * The secret values of a message: the secret fields of its URL query, form or JSON body, the credentials of
+ * its Authorization header, its cookie values and the query of its Location.
+ */
+function secretValues(url: string | undefined, headers: Headers, body: string | undefined): string[] {
+  const out: string[] = [];
+  const fromForm = (text: string) => {
+    for (const [name, value] of new URLSearchParams(text)) if (SECRET_FIELDS.has(name)) out.push(value);
+  };
+  if (url !== undefined && url.includes("?")) fromForm(url.slice(url.indexOf("?") + 1));
+  const location = headers.get("location");
+  if (location !== null && location.includes("?")) fromForm(location.slice(location.indexOf("?") + 1));
+  const auth = headers.get("authorization");
+  if (auth !== null) out.push(auth.slice(auth.indexOf(" ") + 1));
+  for (const name of ["cookie", "set-cookie"]) {
+    for (const m of (headers.get(name) ?? "").matchAll(/(?:^|[;,]\s*)[^=;,\s]+=([^;,]*)/g)) out.push(m[1]!);
+  }
+  if (body !== undefined) {
+    const json = parseJson(body);
+    if (typeof json === "object" && json !== null && !Array.isArray(json)) {
+      for (const [name, value] of Object.entries(json)) if (SECRET_FIELDS.has(name) && name !== "code" && typeof value === "string") out.push(value);
+    } else if (!/^\s*</.test(body)) fromForm(body);
+  }
+  return out;
 }
 
 function parseJson(text: string): unknown {

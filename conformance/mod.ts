@@ -19,6 +19,7 @@ import type { ApprovalDriver } from "./drivers/driver.ts";
 import { htmlFormDriver } from "./drivers/html_form.ts";
 import type { FetchLike } from "./http.ts";
 import type { AdvanceClock, DocumentHost } from "./context.ts";
+import { discover, type Discovery } from "./discovery.ts";
 import { preflight } from "./preflight.ts";
 import { buildReport, type Report } from "./report.ts";
 import { runCases, selectCases } from "./runner.ts";
@@ -44,13 +45,18 @@ export { followRedirects, type FollowOptions, type Followed } from "./drivers/re
 export { ExpectationsError, parseExpectations } from "./expect.ts";
 export { parseJsonc } from "./jsonc.ts";
 export { preflight, PreflightError } from "./preflight.ts";
+export { discover, type Discovery, featuresOf } from "./discovery.ts";
+export { FEATURES, type FeatureDef, type FeatureId, type FeatureStatus, type Metadata } from "./features.ts";
+export { type Requirement, REQUIREMENTS, requirementsOf } from "./cases/requirements.ts";
 export { ALL_CASES } from "./cases/index.ts";
 export { BODY_FIELDS } from "./cases/body_fields.ts";
 export { driverFromModule, fetchFromModule, type ImportModule } from "./drivers/custom.ts";
 export { type ApprovalDriver, type ApproveOptions, ConsentRemembered, DriverError, isRedirectTo } from "./drivers/driver.ts";
 export { htmlFormDriver, type HtmlFormDriverOptions } from "./drivers/html_form.ts";
 export type { FetchLike, Recorder, Reply, SendOptions } from "./http.ts";
-export { casesMarkdown, casesText } from "./docs.ts";
+export { casesMarkdown, casesText, featuresMarkdown } from "./docs.ts";
+export { escapeHtml, formatHtml, type HtmlOptions } from "./html.ts";
+export { type Badge, badgeOf, badgeSvg, shieldsJson } from "./badge.ts";
 export {
   buildMatrix,
   formatJson,
@@ -64,6 +70,7 @@ export {
   type Summary,
   tally,
   type TextOptions,
+  verdictLabel,
 } from "./report.ts";
 export { matchesPattern, planCases, selectCases, type SelectOptions } from "./runner.ts";
 export {
@@ -103,6 +110,11 @@ export interface ConformanceOptions {
   documents?: DocumentHost;
   /** Check first that the target answers at all, and abort with one message if not. Default true. */
   preflight?: boolean;
+  /**
+   * Read the target's metadata first and run a feature's cases only where it is offered (capability
+   * discovery). Default true; false offers every feature (for made-up cases), or pass a ready `Discovery`.
+   */
+  discover?: boolean | Discovery;
   /** The cases to choose from. Default {@link ALL_CASES}. */
   cases?: readonly CaseDef[];
   /** Milliseconds per case. Default 20 000. */
@@ -139,8 +151,10 @@ export async function runConformance(target: Target | unknown, options: Conforma
   const cases = selectCases(catalog, options.only, { profile, ...(options.skip === undefined ? {} : { skip: options.skip }) });
   const fetch: FetchLike = options.fetch ?? ((request) => globalThis.fetch(request));
   if (options.preflight !== false) await preflight(checked, fetch);
+  const discovery = options.discover === false ? undefined : typeof options.discover === "object" ? options.discover : await discover(checked, fetch);
   const driver = options.driver ?? await driverFor(checked, options.importModule);
   const run: Parameters<typeof runCases>[2] = { fetch, driver, profile };
+  if (discovery !== undefined) run.discovery = discovery;
   if (options.timeoutMs !== undefined) run.timeoutMs = options.timeoutMs;
   if (options.trace !== undefined) run.trace = options.trace;
   if (options.onResult !== undefined) run.onResult = options.onResult;
@@ -149,7 +163,7 @@ export async function runConformance(target: Target | unknown, options: Conforma
   if (clock !== undefined) run.clock = clock;
   if (options.documents !== undefined) run.documents = options.documents;
   const results = await runCases(cases, checked, run, catalog.filter((c) => c.profiles.includes(profile)));
-  return buildReport(checked, results, started, profile);
+  return buildReport(checked, results, started, profile, discovery);
 }
 
 /** The target's clock endpoint as an {@link AdvanceClock}: POST `{"advance_ms": N}` as JSON. */

@@ -4,6 +4,8 @@
  * @module
  */
 import { BODY_FIELDS } from "./cases/body_fields.ts";
+import type { Discovery } from "./discovery.ts";
+import type { FeatureStatus } from "./features.ts";
 import { AREAS, type CaseResult, type Column, COLUMNS, type Exchange, type Profile, type Row, ROWS, type Verdict } from "./types.ts";
 
 /** Counts of a run. Expected failures (`--expect`) are counted apart, not as failed, warned or blocked. */
@@ -20,6 +22,8 @@ export interface Summary {
   warned: number;
   /** Cases that could not run against this target (a missing client, endpoint or clock). */
   skipped: number;
+  /** Cases that need a feature the server does not offer (capability discovery): neither passed nor failed. */
+  not_offered: number;
   /** Cases that did not pass, as the expectations file says they would. */
   expected: number;
   /** Cases the expectations file lists that passed: the deviation is fixed, remove the entry. */
@@ -78,6 +82,8 @@ export interface Report {
   target: { name: string; base_url: string };
   /** The rules applied. */
   profile: Profile;
+  /** Where the metadata was read, and what the server offers (capability discovery); absent when not run. */
+  discovery?: { metadata_url: string; metadata_found: boolean; problem?: string; features: FeatureStatus[] };
   /** When the run began, ISO 8601. */
   started_at: string;
   /** How long the run took. */
@@ -92,11 +98,16 @@ export interface Report {
   matrix: MatrixCell[];
 }
 
-const SEVERITY: Record<Verdict, number> = { SKIP: 0, PASS: 1, BLOCKED: 2, WARN: 3, FAIL: 4 };
+const SEVERITY: Record<Verdict, number> = { NOT_OFFERED: 0, SKIP: 0, PASS: 1, BLOCKED: 2, WARN: 3, FAIL: 4 };
+
+/** A verdict as reports print it. */
+export function verdictLabel(verdict: Verdict): string {
+  return verdict === "NOT_OFFERED" ? "NOT OFFERED" : verdict;
+}
 
 /** Counts results by verdict; expected failures apart. */
 export function summarize(results: readonly CaseResult[]): Summary {
-  const open = results.filter((r) => r.expected === undefined || r.verdict === "PASS" || r.verdict === "SKIP");
+  const open = results.filter((r) => r.expected === undefined || r.verdict === "PASS" || r.verdict === "SKIP" || r.verdict === "NOT_OFFERED");
   const count = (v: Verdict) => open.filter((r) => r.verdict === v).length;
   return {
     total: results.length,
@@ -105,6 +116,7 @@ export function summarize(results: readonly CaseResult[]): Summary {
     blocked: count("BLOCKED"),
     warned: count("WARN"),
     skipped: count("SKIP"),
+    not_offered: count("NOT_OFFERED"),
     expected: results.length - open.length,
     unexpected_passes: results.filter((r) => r.expected !== undefined && r.verdict === "PASS").map((r) => r.id),
   };
@@ -176,11 +188,21 @@ export function buildReport(
   results: CaseResult[],
   startedAt: Date,
   profile: Profile = "spec",
+  discovery?: Discovery,
 ): Report {
+  const found = discovery === undefined ? {} : {
+    discovery: {
+      metadata_url: discovery.metadata_url,
+      metadata_found: discovery.metadata !== undefined,
+      ...(discovery.problem === undefined ? {} : { problem: discovery.problem }),
+      features: discovery.features,
+    },
+  };
   return {
     suite: "oauth2-fetch-server conformance",
     target: { name: target.name, base_url: target.base_url },
     profile,
+    ...found,
     started_at: startedAt.toISOString(),
     duration_ms: Date.now() - startedAt.getTime(),
     summary: summarize(results),
@@ -266,17 +288,18 @@ export function formatText(report: Report, options: TextOptions = {}): string {
     for (const c of known) out.push(causeLine(c));
     out.push("");
   }
+  if (report.discovery !== undefined) out.push(...formatFeatures(report.discovery), "");
   for (const [area, title] of Object.entries(AREAS)) {
     const results = report.results.filter((r) => r.area === area);
     if (results.length === 0) continue;
     out.push(title);
     for (const r of results) {
-      const tag = r.expected !== undefined && r.verdict !== "PASS" ? ` (expected: ${r.expected})` : "";
+      const tag = r.expected !== undefined && r.verdict !== "PASS" && r.verdict !== "NOT_OFFERED" ? ` (expected: ${r.expected})` : "";
       const control = r.control ? " (control)" : "";
-      out.push(`  ${r.verdict.padEnd(7)}  ${r.id}${control}  ${r.title}  [${r.level}; ${r.ref}]${tag}`);
-      if (r.message !== undefined && (r.verdict !== "PASS" || options.verbose)) out.push(indent(r.message, "           "));
+      out.push(`  ${verdictLabel(r.verdict).padEnd(11)}  ${r.id}${control}  ${r.title}  [${r.level}; ${r.ref}]${tag}`);
+      if (r.message !== undefined && (r.verdict !== "PASS" || options.verbose)) out.push(indent(r.message, "               "));
       const shown = options.verbose && r.trace ? r.trace : r.evidence;
-      for (const e of shown) out.push(indent(formatExchange(e), "           "));
+      for (const e of shown) out.push(indent(formatExchange(e), "               "));
     }
     out.push("");
   }
@@ -287,10 +310,17 @@ export function formatText(report: Report, options: TextOptions = {}): string {
   }
   out.push(
     `${s.total} cases in ${report.duration_ms} ms (profile ${report.profile}): ${s.passed} passed, ${s.failed} failed (MUST), ` +
-      `${s.blocked} blocked, ${s.warned} warnings (SHOULD), ${s.skipped} skipped, ${s.expected} expected failures`,
+      `${s.blocked} blocked, ${s.warned} warnings (SHOULD), ${s.skipped} skipped, ${s.not_offered} not offered, ${s.expected} expected failures`,
   );
   out.push(tally(s));
   return out.join("\n");
+}
+
+/** The discovery block of the text report: what the server offers, and what it does not. */
+function formatFeatures(d: NonNullable<Report["discovery"]>): string[] {
+  const lines = [`Features (capability discovery, ${d.metadata_found ? `metadata at ${d.metadata_url}` : `no metadata: ${d.problem ?? d.metadata_url}`}):`];
+  for (const f of d.features) lines.push(`  ${(f.offered ? "offered" : "not offered").padEnd(11)}  ${f.id.padEnd(28)} ${f.detail}`);
+  return lines;
 }
 
 /** The report as pretty JSON. */
@@ -312,24 +342,24 @@ const xml = (s: string) =>
 export function formatJunit(report: Report): string {
   const out = [`<?xml version="1.0" encoding="UTF-8"?>`];
   const s = report.summary;
-  out.push(`<testsuites name="${xml(`conformance ${report.target.name} (${report.profile})`)}" tests="${s.total}" failures="${s.failed}" skipped="${s.blocked + s.skipped + s.expected}" time="${report.duration_ms / 1000}">`);
+  out.push(`<testsuites name="${xml(`conformance ${report.target.name} (${report.profile})`)}" tests="${s.total}" failures="${s.failed}" skipped="${s.blocked + s.skipped + s.not_offered + s.expected}" time="${report.duration_ms / 1000}">`);
   for (const [area, title] of Object.entries(AREAS)) {
     const results = report.results.filter((r) => r.area === area);
     if (results.length === 0) continue;
     const failures = results.filter((r) => r.verdict === "FAIL" && r.expected === undefined).length;
-    const skipped = results.filter((r) => r.verdict === "SKIP" || r.verdict === "BLOCKED" || (r.expected !== undefined && r.verdict !== "PASS")).length;
+    const skipped = results.filter((r) => r.verdict === "SKIP" || r.verdict === "BLOCKED" || r.verdict === "NOT_OFFERED" || (r.expected !== undefined && r.verdict !== "PASS")).length;
     const time = results.reduce((t, r) => t + r.duration_ms, 0) / 1000;
     out.push(`  <testsuite name="${xml(title)}" tests="${results.length}" failures="${failures}" skipped="${skipped}" time="${time}">`);
     for (const r of results) {
       const head = `    <testcase classname="conformance.${area}" name="${xml(`${r.id}: ${r.title}`)}" time="${r.duration_ms / 1000}"`;
       const message = xml(r.message ?? "");
       const evidence = xml(r.evidence.map(formatExchange).join("\n\n"));
-      if (r.expected !== undefined && r.verdict !== "PASS" && r.verdict !== "SKIP") {
+      if (r.expected !== undefined && r.verdict !== "PASS" && r.verdict !== "SKIP" && r.verdict !== "NOT_OFFERED") {
         out.push(`${head}><skipped message="${xml(`expected ${r.verdict}: ${r.expected}`)}"/></testcase>`);
       } else if (r.verdict === "FAIL") {
         out.push(`${head}><failure message="${message}" type="${r.level}">${evidence}</failure></testcase>`);
-      } else if (r.verdict === "BLOCKED" || r.verdict === "SKIP") {
-        out.push(`${head}><skipped message="${xml(`${r.verdict}: ${r.message ?? ""}`)}"/></testcase>`);
+      } else if (r.verdict === "BLOCKED" || r.verdict === "SKIP" || r.verdict === "NOT_OFFERED") {
+        out.push(`${head}><skipped message="${xml(`${verdictLabel(r.verdict)}: ${r.message ?? ""}`)}"/></testcase>`);
       } else if (r.verdict === "WARN") {
         out.push(`${head}><system-out>${xml(`WARN (SHOULD): ${r.message ?? ""}`)}\n${evidence}</system-out></testcase>`);
       } else out.push(`${head}/>`);

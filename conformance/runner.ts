@@ -6,6 +6,7 @@
  */
 import { type CaseDef, Outcome } from "./case.ts";
 import { type AdvanceClock, CaseContext, type DocumentHost } from "./context.ts";
+import { type Discovery, missing, offerEverything } from "./discovery.ts";
 import type { ApprovalDriver } from "./drivers/driver.ts";
 import { describe, type FetchLike, Recorder } from "./http.ts";
 import { preflight, PreflightError } from "./preflight.ts";
@@ -22,6 +23,8 @@ export interface RunOptions {
   clock?: AdvanceClock;
   /** Serves Client ID Metadata Documents where the server may fetch them (the CIMD cases skip without it). */
   documents?: DocumentHost;
+  /** What the target offers (capability discovery). Default: every feature offered. */
+  discovery?: Discovery;
   /** Expected failures: case id to the reason (see {@link parseExpectations}). */
   expected?: ReadonlyMap<string, string>;
   /** Milliseconds one case may take. Default 20 000. */
@@ -117,7 +120,7 @@ async function runOne(def: CaseDef, target: Target, options: RunOptions): Promis
   const started = Date.now();
   const controller = new AbortController();
   const http = new Recorder(options.fetch, controller.signal, secretsOf(target));
-  const ctx = new CaseContext(target, http, options.driver, options.profile ?? "spec", options.clock, options.documents);
+  const ctx = new CaseContext(target, http, options.driver, options.profile ?? "spec", options.clock, options.documents, options.discovery ?? offerEverything(target));
   const limit = options.timeoutMs ?? 20_000;
   let timer: ReturnType<typeof setTimeout> | undefined;
   const timeout = new Promise<never>((_, reject) => {
@@ -188,6 +191,7 @@ function baseResult(def: CaseDef, verdict: Verdict, duration: number): CaseResul
     security: isSecurity(def),
     evidence: [],
     cells: def.cells ?? [],
+    features: [...def.features ?? []],
     duration_ms: duration,
   };
 }
@@ -203,12 +207,22 @@ export async function runCases(
   catalog: readonly CaseDef[] = cases,
 ): Promise<CaseResult[]> {
   const { plan, controls } = planCases(cases, catalog);
+  const discovery = options.discovery ?? offerEverything(target);
   const done = new Map<string, CaseResult>();
   for (const def of plan) {
+    // A feature the server does not offer: the case does not run, and is never counted as passed.
+    const absent = missing(discovery, def.features ?? []);
+    const unoffered = (def.needs ?? []).map((id) => done.get(id)!).find((r) => r.verdict === "NOT_OFFERED");
     // A control that did not pass (a failed SHOULD control included) leaves nothing to conclude.
     const failed = (def.needs ?? []).map((id) => done.get(id)!).find((r) => r.verdict !== "PASS");
     let result: CaseResult;
-    if (failed === undefined) {
+    if (absent.length > 0) {
+      result = baseResult(def, "NOT_OFFERED", 0);
+      result.message = `Not offered: ${absent.map((f) => `${f.title} (${f.detail})`).join("; ")}`;
+    } else if (unoffered !== undefined) {
+      result = baseResult(def, "NOT_OFFERED", 0);
+      result.message = `Its prerequisite ${unoffered.id} is not offered: ${unoffered.message ?? ""}`;
+    } else if (failed === undefined) {
       const one = await runOne(def, target, options);
       result = one.result;
       // A request went unanswered: if the target is gone, say so once instead of timing out case after case.

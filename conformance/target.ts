@@ -4,6 +4,7 @@
  *
  * @module
  */
+import { FEATURES, type FeatureId, isFeature } from "./features.ts";
 
 /** A client the target registered for one role. */
 export interface ClientRole {
@@ -103,6 +104,11 @@ export interface Target {
    * fetch from, e.g. `http://127.0.0.1:47801`); without it the CIMD cases skip.
    */
   client_metadata_documents?: { origin: string };
+  /**
+   * What the target file says the server offers, feature by feature; it overrides the metadata (see
+   * {@link FEATURES}). Empty: discovery alone decides.
+   */
+  features: Partial<Record<FeatureId, boolean>>;
 }
 
 /** Options of {@link parseTarget}. */
@@ -229,9 +235,9 @@ export function parseTarget(input: unknown, options: ParseTargetOptions = {}): T
   if (input.mcp !== undefined) {
     if (!isObj(input.mcp)) bad("mcp", "must be an object");
     else {
-      const resource = str(input.mcp, "resource", "mcp.", false);
-      if (resource !== undefined && !isAbsolute(resource)) bad("mcp.resource", "must be an absolute http(s) URL", resource);
-      else if (resource !== undefined) mcp.resource = resource;
+      // A path means a resource under base_url, for servers started on a port chosen at run time.
+      const resource = input.mcp.resource === undefined ? undefined : url(input.mcp, "resource", "mcp.");
+      if (resource !== undefined) mcp.resource = resource;
       if (input.mcp.protected_url !== undefined) {
         const protectedUrl = url(input.mcp, "protected_url", "mcp.");
         if (protectedUrl !== undefined) mcp.protected_url = protectedUrl;
@@ -248,6 +254,17 @@ export function parseTarget(input: unknown, options: ParseTargetOptions = {}): T
       if (origin !== undefined && (!isAbsolute(origin) || new URL(origin).origin !== origin)) {
         bad("client_metadata_documents.origin", 'must be an origin such as "http://127.0.0.1:47801"', origin);
       } else if (origin !== undefined) documents = { origin };
+    }
+  }
+  const features: Partial<Record<FeatureId, boolean>> = {};
+  if (input.features !== undefined) {
+    if (!isObj(input.features)) bad("features", "must be an object of feature id to true or false");
+    else {
+      for (const [id, value] of Object.entries(input.features)) {
+        if (!isFeature(id)) bad(`features.${id}`, `is not a known feature (${Object.keys(FEATURES).join(", ")})`);
+        else if (typeof value !== "boolean") bad(`features.${id}`, "must be true or false", value);
+        else features[id] = value;
+      }
     }
   }
   const revocation = input.revocation_url === undefined ? undefined : url(input, "revocation_url", "");
@@ -282,6 +299,7 @@ export function parseTarget(input: unknown, options: ParseTargetOptions = {}): T
     code_lifetime_s: lifetime as number,
     metadata_url: metadata ?? wellKnown(issuer!),
     mcp,
+    features,
     ...(documents === undefined ? {} : { client_metadata_documents: documents }),
   };
   if (revocation !== undefined) target.revocation_url = revocation;

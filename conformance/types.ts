@@ -3,15 +3,17 @@
  *
  * @module
  */
+import type { FeatureId } from "./features.ts";
 
 /** How strongly a case's rule is stated: a MUST failure fails the run, a SHOULD failure only warns. */
 export type Level = "MUST" | "SHOULD";
 
 /**
  * The verdict on one case. BLOCKED: the case's positive control (the valid twin of its request, or a
- * prerequisite case) failed, so the case proves nothing either way.
+ * prerequisite case) failed, so the case proves nothing either way. NOT_OFFERED: the server does not offer a
+ * feature the case needs (capability discovery), so the case did not run; never counted as passed.
  */
-export type Verdict = "PASS" | "FAIL" | "WARN" | "SKIP" | "BLOCKED";
+export type Verdict = "PASS" | "FAIL" | "WARN" | "SKIP" | "BLOCKED" | "NOT_OFFERED";
 
 /** The rule sets a run can apply (`--profile`); see README "Profiles". */
 export const PROFILES = {
@@ -39,6 +41,7 @@ export const AREAS = {
   security: "Security rules (RFC 6749, 7636, 9700)",
   concurrency: "Concurrency (atomic redemption and rotation)",
   pages: "Login and consent pages",
+  requirements: "What the profile requires the server to offer (capability discovery)",
   metadata: "Metadata, revocation and iss (RFC 8414, 7009, 9207)",
   mcp: "MCP authorization (RFC 8707, 9728, 7591, CIMD, CORS)",
 } as const;
@@ -134,6 +137,8 @@ export interface CaseResult {
   trace?: Exchange[];
   /** The body-field table cells the case exercises. */
   cells: Cell[];
+  /** The features the case needs (see FEATURES); empty for the core cases. */
+  features: FeatureId[];
   /** How long the case took. */
   duration_ms: number;
 }

@@ -9,6 +9,7 @@
 import type { CaseDef } from "../case.ts";
 import { expectError, expectTokens } from "../checks.ts";
 import type { CaseContext, Fields } from "../context.ts";
+import type { FeatureId } from "../features.ts";
 import { type Area, type Column, COLUMNS, type Row, ROWS } from "../types.ts";
 import { ALL, CONTROL, SPEC } from "./profiles.ts";
 
@@ -58,6 +59,8 @@ const MISSING: Record<Row, { codes: readonly string[]; ref: string }> = {
 export interface ColumnSetup {
   column: Column;
   area: Area;
+  /** The features the column's grant needs (none: the authorization code flow every server has). */
+  features?: readonly FeatureId[];
   /** A valid request of the column, with exactly the table's fields (fresh code or refresh token). */
   prepare(ctx: CaseContext): Promise<Fields>;
 }
@@ -94,6 +97,7 @@ export function cellCases(setup: ColumnSetup): CaseDef[] {
         level: "MUST",
         profiles: ALL,
         positive: true,
+        ...(setup.features === undefined ? {} : { features: setup.features }),
         cells,
         async run(ctx) {
           const fields = await setup.prepare(ctx);
@@ -112,6 +116,7 @@ export function cellCases(setup: ColumnSetup): CaseDef[] {
       // Plain RFC 6749 lets a server apply a default scope (§3.3): a required scope is the spec's rule.
       profiles: row === "scope" ? SPEC : ALL,
       needs: [COLUMN_CONTROL[column]],
+      ...(setup.features === undefined ? {} : { features: setup.features }),
       cells,
       async run(ctx) {
         const fields = await setup.prepare(ctx);

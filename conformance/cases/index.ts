@@ -11,6 +11,7 @@ import { cases as concurrency } from "./concurrency.ts";
 import { cases as mcp } from "./mcp.ts";
 import { cases as metadata } from "./metadata.ts";
 import { cases as pages } from "./pages.ts";
+import { cases as requirements } from "./requirements.ts";
 import { cases as response } from "./response.ts";
 import { cases as securityCode } from "./security_code.ts";
 import { cases as securityRefresh } from "./security_refresh.ts";
@@ -33,6 +34,7 @@ export const ALL_CASES: readonly CaseDef[] = [
   ...securityRefresh,
   ...concurrency,
   ...pages,
+  ...requirements,
   ...metadata,
   ...mcp,
 ];

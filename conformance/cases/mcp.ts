@@ -45,6 +45,8 @@ function register(ctx: CaseContext, endpoint: string, redirect: string): Promise
     token_endpoint_auth_method: "none",
     grant_types: ["authorization_code", "refresh_token"],
     response_types: ["code"],
+    // MCP 2026-07-28 (SEP-837): clients send it; a loopback redirect URI is a native app's (RFC 8252 §7.3).
+    application_type: "native",
     scope: ctx.target.clients.public.scope,
   });
   return ctx.http.send("POST", endpoint, { body, headers: { "content-type": "application/json", accept: "application/json" } });
@@ -132,26 +134,13 @@ async function expectDocumentRefused(ctx: CaseContext, host: DocumentHost, url: 
 
 export const cases: CaseDef[] = [
   {
-    id: "MCP-METADATA-PKCE",
-    title: "The metadata announces PKCE with S256 (MCP clients refuse a server that does not)",
-    area: "mcp",
-    ref: "MCP authorization (authorization server metadata, PKCE: code_challenge_methods_supported); RFC 8414 §2",
-    level: "MUST",
-    profiles: MCP,
-    positive: true,
-    async run(ctx) {
-      const m = await metadata(ctx);
-      const methods = m.code_challenge_methods_supported;
-      ctx.check(Array.isArray(methods) && methods.includes("S256"), `code_challenge_methods_supported is ${JSON.stringify(methods)}: MCP clients need "S256" listed`);
-    },
-  },
-  {
     id: "MCP-RESOURCE-ISSUED",
     title: "A code and tokens are issued for the MCP server's resource (RFC 8707)",
     area: "mcp",
     ref: "RFC 8707 §2 (resource at the authorization and token endpoints); MCP authorization (resource parameter MUST be sent)",
     level: "MUST",
     profiles: MCP,
+    features: ["resource_indicators"],
     positive: true,
     async run(ctx) {
       await tokenFor(ctx, resourceOf(ctx));
@@ -164,6 +153,7 @@ export const cases: CaseDef[] = [
     ref: "RFC 8707 §2 (invalid_target); MCP authorization (tokens only for the intended resource)",
     level: "MUST",
     profiles: MCP,
+    features: ["resource_indicators"],
     needs: ["MCP-RESOURCE-ISSUED"],
     security: true,
     async run(ctx) {
@@ -181,6 +171,7 @@ export const cases: CaseDef[] = [
     ref: "RFC 8707 §2.2 (the token request may only narrow the resources of the grant); MCP authorization (audience)",
     level: "MUST",
     profiles: MCP,
+    features: ["resource_indicators"],
     needs: ["MCP-RESOURCE-ISSUED"],
     security: true,
     async run(ctx) {
@@ -221,6 +212,7 @@ export const cases: CaseDef[] = [
     ref: "MCP authorization (servers MUST validate that tokens were issued for them); RFC 8707 §2; RFC 9068 §4 (aud)",
     level: "MUST",
     profiles: MCP,
+    features: ["resource_indicators"],
     needs: ["MCP-PRM-CHALLENGE", "MCP-RESOURCE-ISSUED"],
     security: true,
     async run(ctx) {
@@ -243,6 +235,7 @@ export const cases: CaseDef[] = [
     ref: "RFC 7591 §3.1, §3.2.1; MCP authorization (dynamic client registration)",
     level: "SHOULD",
     profiles: MCP,
+    features: ["registration"],
     positive: true,
     async run(ctx) {
       const endpoint = await registrationEndpoint(ctx);
@@ -267,6 +260,7 @@ export const cases: CaseDef[] = [
     ref: "RFC 7591 §3.2.2 (invalid_redirect_uri); OAuth 2.1 §2.3.1; RFC 9700 §4.1",
     level: "MUST",
     profiles: MCP,
+    features: ["registration"],
     needs: ["MCP-DCR-REGISTER"],
     security: true,
     async run(ctx) {
@@ -321,14 +315,14 @@ export const cases: CaseDef[] = [
   },
   {
     id: "MCP-CIMD-METADATA",
-    title: "The metadata advertises client_id_metadata_document_supported: true",
+    title: "A server offering client ID metadata documents advertises client_id_metadata_document_supported: true",
     area: "mcp",
     ref: `${CIMD} §5 (Authorization Server Metadata); RFC 8414 §2; MCP authorization 2025-11-25 (client ID metadata documents)`,
     level: "MUST",
     profiles: MCP,
+    features: ["client_id_metadata_documents"],
     positive: true,
     async run(ctx) {
-      await documentHost(ctx);
       const m = await metadata(ctx);
       ctx.check(m.client_id_metadata_document_supported === true, `client_id_metadata_document_supported is ${JSON.stringify(m.client_id_metadata_document_supported)}: MCP clients only use a document URL as client_id when it is true`);
     },
@@ -340,6 +334,7 @@ export const cases: CaseDef[] = [
     ref: `${CIMD} §3 (Client Identifier), §4.1 (Client Metadata Document: auth method none); RFC 7636 §4; MCP authorization 2025-11-25`,
     level: "MUST",
     profiles: MCP,
+    features: ["client_id_metadata_documents"],
     needs: ["MCP-CIMD-METADATA"],
     positive: true,
     async run(ctx) {
@@ -353,6 +348,7 @@ export const cases: CaseDef[] = [
     ref: `${CIMD} §4.1 (the document's client_id MUST equal its URL), §4.3 (Metadata Discovery Errors); RFC 6749 §4.1.2.1`,
     level: "MUST",
     profiles: MCP,
+    features: ["client_id_metadata_documents"],
     needs: ["MCP-CIMD-FLOW"],
     security: true,
     async run(ctx) {
@@ -371,6 +367,7 @@ export const cases: CaseDef[] = [
     ref: `${CIMD} §6.1 (redirect_uris and client_id); RFC 6749 §4.1.2.1, §10.6; RFC 9700 §4.1 (exact matching)`,
     level: "MUST",
     profiles: MCP,
+    features: ["client_id_metadata_documents"],
     needs: ["MCP-CIMD-FLOW"],
     security: true,
     async run(ctx) {
@@ -388,6 +385,7 @@ export const cases: CaseDef[] = [
     ref: `${CIMD} §4 (fetching the document: redirects are not followed), §6.5 (SSRF); RFC 6749 §4.1.2.1`,
     level: "MUST",
     profiles: MCP,
+    features: ["client_id_metadata_documents"],
     needs: ["MCP-CIMD-FLOW"],
     security: true,
     async run(ctx) {

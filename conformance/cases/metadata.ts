@@ -131,6 +131,7 @@ export const cases: CaseDef[] = [
     ref: "RFC 7009 §2.1 (invalidate the token), §2.2 (200 on success)",
     level: "MUST",
     profiles: ALL,
+    features: ["revocation"],
     needs: [CONTROL.refreshConfidential],
     security: true,
     async run(ctx) {
@@ -149,6 +150,7 @@ export const cases: CaseDef[] = [
     ref: "RFC 7009 §2.2 (invalid tokens do not cause an error: 200)",
     level: "MUST",
     profiles: ALL,
+    features: ["revocation"],
     needs: [CONTROL.refreshConfidential],
     async run(ctx) {
       const url = await revocationUrl(ctx);
@@ -163,6 +165,7 @@ export const cases: CaseDef[] = [
     ref: "RFC 7009 §2.1 (verify the token was issued to the client making the request)",
     level: "MUST",
     profiles: ALL,
+    features: ["revocation"],
     needs: [CONTROL.refreshConfidential],
     security: true,
     async run(ctx) {

@@ -32,6 +32,7 @@ export const cases: CaseDef[] = [
     ref: "RFC 6749 §3.2 (MUST ignore unrecognized request parameters)",
     level: "MUST",
     profiles: ALL,
+    features: ["client_credentials"],
     positive: true,
     async run(ctx) {
       const reply = await ctx.clientCredentials(ctx.target.clients.client_credentials, { x_conformance_extra: "1" });
@@ -83,6 +84,8 @@ export const cases: CaseDef[] = [
     level: "MUST",
     profiles: ALL,
     positive: true,
+    // Shown with client_credentials, the one grant that needs no user.
+    features: ["client_credentials"],
     async run(ctx) {
       const client = ctx.target.clients.client_credentials;
       const reply = await ctx.token(

@@ -13,6 +13,7 @@ import { cellCases, type ColumnSetup } from "./body_fields.ts";
 export const CLIENT_CREDENTIALS: ColumnSetup = {
   column: "CC",
   area: "token_client_credentials",
+  features: ["client_credentials"],
   prepare(ctx) {
     const client = ctx.target.clients.client_credentials;
     return Promise.resolve({
@@ -94,6 +95,7 @@ export const cases: CaseDef[] = [
     level: "MUST",
     profiles: SPEC,
     positive: true,
+    features: ["client_credentials"],
     async run(ctx) {
       const client = ctx.target.clients.client_credentials_refresh;
       if (!client) return ctx.skip("clients.client_credentials_refresh is not set");

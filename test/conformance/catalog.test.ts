@@ -4,7 +4,7 @@
  */
 import { readFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
-import { ALL_CASES, BODY_FIELDS, casesMarkdown, type Column, type Row } from "../../conformance/mod.ts";
+import { ALL_CASES, BODY_FIELDS, casesMarkdown, type Column, FEATURES, featuresMarkdown, type Row } from "../../conformance/mod.ts";
 
 const README = new URL("../../conformance/README.md", import.meta.url);
 
@@ -34,6 +34,13 @@ describe("the case catalogue", () => {
     const text = readFileSync(README, "utf8");
     const section = /<!-- cases:start -->\n([\s\S]*?)\n<!-- cases:end -->/.exec(text)?.[1];
     expect(section, "Regenerate with: npx tsx conformance/cli.ts --list --markdown").toBe(casesMarkdown(ALL_CASES));
+  });
+
+  it("matches the README's feature table, and every case names known features", () => {
+    const text = readFileSync(README, "utf8");
+    const section = /<!-- features:start -->\n([\s\S]*?)\n<!-- features:end -->/.exec(text)?.[1];
+    expect(section).toBe(featuresMarkdown());
+    for (const c of ALL_CASES) for (const f of c.features ?? []) expect(Object.keys(FEATURES), c.id).toContain(f);
   });
 });
 

@@ -68,9 +68,10 @@ describe("conformance/cli.ts", () => {
     if (dir) rmSync(dir, { recursive: true, force: true });
   });
 
-  it("passes every case against the reference server over HTTP, and writes the JSON report", async () => {
+  it("passes every case against the reference server over HTTP, and writes the JSON, HTML and badge reports", async () => {
     const json = join(dir, "report.json");
-    const result = await cli(["--target", TARGET_FILE, "--base-url", baseUrl, "--json", json]);
+    const [html, svg, shields] = ["report.html", "badge.svg", "badge.json"].map((f) => join(dir, f));
+    const result = await cli(["--target", TARGET_FILE, "--base-url", baseUrl, "--json", json, "--report", "html", html!, "--report", "badge", svg!, "--report", "shields", shields!]);
     const report = JSON.parse(readFileSync(json, "utf8")) as Report;
     const failing = report.results.filter((r) => r.verdict !== "PASS").map((r) => `${r.verdict} ${r.id}`);
     // Over HTTP there is no clock to move, and the demo redirect URI is a loopback one (any port may match).
@@ -78,6 +79,14 @@ describe("conformance/cli.ts", () => {
     expect(result.code).toBe(0);
     expect(report.target.base_url).toBe(baseUrl);
     expect(lastLine(result.stdout)).toBe(`${report.summary.total - 2} passed, 0 failed, 0 blocked`);
+    expect(readFileSync(html!, "utf8")).toContain(`<tr><th><a href="#profile-spec">spec</a></th><td>${report.summary.passed}</td><td>0</td>`);
+    expect(readFileSync(svg!, "utf8")).toContain(`OAuth conformance (spec): ${report.summary.passed} passed`);
+    expect(JSON.parse(readFileSync(shields!, "utf8"))).toEqual({ schemaVersion: 1, label: "OAuth conformance (spec)", message: `${report.summary.passed} passed`, color: "#4c1" });
+    // Earlier JSON reports become a page and a badge without a run.
+    const merged = join(dir, "merged.html");
+    const again = await cli(["--from-json", `${json},${json}`, "--report", "html", merged]);
+    expect(again.code).toBe(0);
+    expect(readFileSync(merged, "utf8").match(/id="profile-spec"/g)).toHaveLength(2);
   }, 90_000);
 
   it("starts the server itself with --serve, and exits 1 on a MUST failure", async () => {

@@ -37,7 +37,7 @@ describe("runConformance with made-up cases", () => {
     const cases = [fake("S", (ctx) => ctx.fail("nope"), "SHOULD")];
     const report = await runConformance(referenceTarget(), { cases, fetch: echo, driver, preflight: false });
     expect(report.results[0]!.verdict).toBe("WARN");
-    expect(report.summary).toEqual({ total: 1, passed: 0, failed: 0, blocked: 0, warned: 1, skipped: 0, expected: 0, unexpected_passes: [] });
+    expect(report.summary).toEqual({ total: 1, passed: 0, failed: 0, blocked: 0, warned: 1, skipped: 0, not_offered: 0, expected: 0, unexpected_passes: [] });
   });
 
   it("shows masked evidence and ends the text report with the counts", async () => {

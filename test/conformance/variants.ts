@@ -7,7 +7,7 @@ import { sha256 } from "../../lib/sha256.ts";
 import { DEMO_CONFIG } from "../../lib/reference/config.ts";
 import type { Storage } from "../../lib/storage/types.ts";
 import { s256 } from "../../conformance/pkce.ts";
-import type { Profile } from "../../conformance/mod.ts";
+import type { FeatureId, Profile } from "../../conformance/mod.ts";
 import { REDIRECT_VARIANTS } from "../../conformance/cases/authorize_redirect.ts";
 import { MCP_RESOURCE, referenceMcpApp } from "../../conformance/targets/reference_mcp_app.ts";
 import { DOCUMENTS, type Handler, referenceApp, type TestApp, WEB_REDIRECT, webConfig } from "./reference.ts";
@@ -22,6 +22,8 @@ export interface Variant {
   web?: boolean;
   /** Run against the MCP deployment's target (reference-mcp.json). */
   mcp?: boolean;
+  /** What the target file says the server offers (`features`), over what its metadata says. */
+  features?: Partial<Record<FeatureId, boolean>>;
   build(): Promise<Handler | TestApp>;
 }
 
@@ -168,18 +170,37 @@ function anyResource(params: URLSearchParams): void {
   if (r !== null && r !== MCP_RESOURCE) params.set("resource", MCP_RESOURCE);
 }
 
+/** The MCP deployment with one field left out of its metadata. */
+async function withoutMetadata(field: string): Promise<Handler> {
+  return editResponse(await mcpApp(), isMetadata, async (response) => {
+    const body = await response.json() as Record<string, unknown>;
+    delete body[field];
+    return Response.json(body);
+  });
+}
+
 const mcpVariants: Variant[] = [
   {
     name: "metadata that does not advertise client ID metadata documents",
+    catches: ["MCP-CIMD-SUPPORTED"],
+    mcp: true,
+    profile: "mcp",
+    build: () => withoutMetadata("client_id_metadata_document_supported"),
+  },
+  {
+    name: "client ID metadata documents served but not advertised",
     catches: ["MCP-CIMD-METADATA"],
     mcp: true,
     profile: "mcp",
-    async build() {
-      return editResponse(await mcpApp(), isMetadata, async (response) => {
-        const { client_id_metadata_document_supported: _, ...rest } = await response.json() as Record<string, unknown>;
-        return Response.json(rest);
-      });
-    },
+    features: { client_id_metadata_documents: true },
+    build: () => withoutMetadata("client_id_metadata_document_supported"),
+  },
+  {
+    name: "metadata without the code response type",
+    catches: ["MCP-METADATA-CODE"],
+    mcp: true,
+    profile: "mcp",
+    build: () => withoutMetadata("response_types_supported"),
   },
   {
     name: "a metadata document client whose code is not redeemed",
@@ -227,12 +248,7 @@ const mcpVariants: Variant[] = [
     catches: ["MCP-METADATA-PKCE"],
     mcp: true,
     profile: "mcp",
-    async build() {
-      return editResponse(await mcpApp(), isMetadata, async (response) => {
-        const { code_challenge_methods_supported: _, ...rest } = await response.json() as Record<string, unknown>;
-        return Response.json(rest);
-      });
-    },
+    build: () => withoutMetadata("code_challenge_methods_supported"),
   },
   {
     name: "any resource accepted at the authorization endpoint",
@@ -557,6 +573,16 @@ const moreVariants: Variant[] = [
   {
     name: "metadata that leaves out a grant it serves",
     catches: ["META-CLAIMS-MATCH-BEHAVIOUR"],
+    async build() {
+      return editResponse(await base(), isMetadata, async (response) => {
+        const body = await response.json() as Record<string, unknown>;
+        return Response.json({ ...body, grant_types_supported: ["authorization_code", "client_credentials"] });
+      });
+    },
+  },
+  {
+    name: "metadata that does not offer client_credentials, which the spec requires",
+    catches: ["TOKEN-CC-OFFERED"],
     async build() {
       return editResponse(await base(), isMetadata, async (response) => {
         const body = await response.json() as Record<string, unknown>;
