@@ -7,8 +7,8 @@
  */
 import type { AuditEvent } from "../audit.ts";
 import { OAuthError } from "../errors.ts";
-import { isFormContentType, parseForm, readText } from "../http.ts";
-import type { Core } from "./context.ts";
+import { type FormLimits, isFormContentType, parseForm, readText } from "../http.ts";
+import type { ClientAddressResolver } from "../proxy.ts";
 
 /** One request, as every part of the server sees it. */
 export interface Exchange {
@@ -32,7 +32,15 @@ export interface Exchange {
 /** An audit event as a reporter gives it: the server adds the time and the address; undefined fields are left out. */
 export type EventInput = { readonly [K in keyof Omit<AuditEvent, "time" | "address">]: AuditEvent[K] | (K extends "type" ? never : undefined) };
 
-type ExchangeCore = Pick<Core, "clientAddress" | "clock" | "onEvent" | "maxBodyBytes" | "bodyTimeout" | "formLimits">;
+/** What the request object needs of its server. */
+interface ExchangeCore {
+  readonly clientAddress: ClientAddressResolver;
+  readonly clock: () => number;
+  readonly onEvent: ((event: AuditEvent) => void) | undefined;
+  readonly maxBodyBytes: number;
+  readonly bodyTimeout: number;
+  readonly formLimits: FormLimits;
+}
 
 class RequestExchange implements Exchange {
   readonly request: Request;
@@ -81,7 +89,7 @@ export function createExchange(request: Request, target: string, peer: string | 
 
 /** Reports an event to `onEvent` with the time and an address; a throwing hook is ignored. */
 export function emitEvent(
-  core: Pick<Core, "clock" | "onEvent">,
+  core: Pick<ExchangeCore, "clock" | "onEvent">,
   event: EventInput,
   address: string | undefined,
 ): void {
