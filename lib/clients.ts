@@ -43,6 +43,11 @@ export interface ClientRegistration {
   grant_types?: GrantType[];
   /** Whether client_credentials responses carry a refresh token. Default false. */
   client_credentials_refresh_token?: boolean;
+  /**
+   * The format of this client's access tokens, over the server's `accessTokenFormat`: `"jwt"` (RFC 9068, needs
+   * signing keys) or `"opaque"`. Kept in the record's `metadata`.
+   */
+  access_token_format?: "opaque" | "jwt";
 }
 
 /** Options of {@link ClientRegistry.register} for the operator's own tools. */

@@ -12,6 +12,8 @@ import { challengeJson, toOAuthError } from "./core/render.ts";
 import { OAuthError } from "./errors.ts";
 import { checkResourceUri } from "./resource_uri.ts";
 
+export { type JwtTokenVerifier, jwtTokenVerifier, type JwtTokenVerifierOptions } from "./jwt_token_verifier.ts";
+
 /**
  * Looks an access token up; resolves to what it grants, or null when it is unknown, expired or revoked. Throw
  * (or reject) only when the answer cannot be known, e.g. the store or the introspection endpoint is down.
@@ -24,7 +26,7 @@ export interface ProtectedResourceOptions {
   resource: string;
   /** Issuers whose tokens are accepted (`authorization_servers`). */
   authorizationServers: string[];
-  /** How tokens are looked up: {@link localTokenVerifier} or {@link introspectionTokenVerifier}. */
+  /** How tokens are looked up: {@link localTokenVerifier}, `jwtTokenVerifier` or {@link introspectionTokenVerifier}. */
   verify: TokenVerifier;
   /** Scopes this resource understands (`scopes_supported`); also the `scope` of a bare 401 challenge. */
   scopesSupported?: string[];

@@ -13,6 +13,7 @@ import { errorJson, toOAuthError } from "./core/render.ts";
 import { createRouter } from "./core/router.ts";
 import { ENDPOINTS } from "./endpoints/index.ts";
 import { FEATURES } from "./features/index.ts";
+import { type JwtAccessTokens, type SigningKeys, signingKeys } from "./features/jwt_access_tokens.ts";
 import { GRANTS } from "./grants/registry.ts";
 import { GUARD_READS, verifyBearer } from "./guard.ts";
 import { pathOf, remoteAddressOf, respond, targetOf } from "./http.ts";
@@ -34,6 +35,12 @@ export interface AuthorizationServer {
   readonly clients: ClientRegistry;
   /** The store in use. */
   readonly storage: Storage;
+  /**
+   * The signing keys of JWT access tokens (RFC 9068) and `/jwks`: list, rotate, and a key source for local
+   * verification. `await server.keys.ready()` at start reports a runtime without the algorithm or a secret
+   * that does not open the stored keys.
+   */
+  readonly keys: SigningKeys;
   /**
    * Verifies the Bearer token of a resource request (RFC 6750). Throws `OAuthError` whose `status` and
    * `headers` (`WWW-Authenticate`) are what to answer with; {@link AuthorizationServer.protect} does that for you.
@@ -76,7 +83,7 @@ export const OPTIONS: readonly OptionSpec[] = optionTable(FEATURES);
  * ```
  */
 export function createAuthorizationServer(options: AuthorizationServerOptions): AuthorizationServer {
-  const { core, endpoints, hooks } = assemble(options, SERVER_TABLES);
+  const { core, endpoints, hooks, states } = assemble(options, SERVER_TABLES);
   const route = createRouter(core, endpoints, hooks);
   const guard = bindView(core, new Map(), GUARD_READS, []) as never;
   const verifyAuthorization = (authorization: string | null, requiredScope?: string) => verifyBearer(authorization, requiredScope, guard);
@@ -86,6 +93,7 @@ export function createAuthorizationServer(options: AuthorizationServerOptions): 
     fetch: (request, info) => route(request, remoteAddressOf(request, info)),
     clients: clientRegistry(core),
     storage: core.storage,
+    keys: signingKeys(states.get("jwt_access_tokens") as JwtAccessTokens),
     verifyAuthorization,
     verifyAccessToken: (request, requiredScope) => verifyAuthorization(request.headers.get("authorization"), requiredScope),
     protect: (requiredScope, handler) => async (request) => {

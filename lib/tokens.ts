@@ -4,8 +4,10 @@
  * @module
  */
 import { randomToken } from "./crypto.ts";
+import { accessTokenFormat, type JwtAccessTokens } from "./features/jwt_access_tokens.ts";
+import { signAccessToken } from "./jwt_access_token.ts";
 import { sha256 } from "./sha256.ts";
-import type { IssuedTokens } from "./storage/types.ts";
+import type { ClientRecord, IssuedTokens } from "./storage/types.ts";
 
 /** The token response (spec §2; RFC 6749 §5.1). */
 export interface TokenResponse {
@@ -36,15 +38,47 @@ export interface MintRequest {
   grant_id?: string | undefined;
   /** Expiry of the refresh token to issue, or undefined for none. */
   refresh_expires_at?: number | undefined;
+  /** When the user authenticated, in seconds; `auth_time` of a JWT access token (RFC 9068 §2.2.1). */
+  auth_time?: number | undefined;
+  /**
+   * Further claims of a JWT access token: `act` (token exchange, RFC 8693 §4.1), `cnf` (DPoP, RFC 9449 §6.1).
+   * Opaque tokens ignore them; none may be a claim RFC 9068 §2.2 defines.
+   */
+  claims?: Readonly<Record<string, unknown>> | undefined;
 }
 
-/** Mints an access token (and a refresh token when asked): the response to send and the records to store. */
+/** What minting reads of a grant's view: the lifetime, and the JWT feature's state. */
+export interface IssueContext {
+  readonly accessTokenTtl: number;
+  readonly features: { readonly jwt_access_tokens: JwtAccessTokens };
+}
+
+/**
+ * Mints the tokens of a grant in the client's access-token format: an RFC 9068 JWT signed with the issuer's
+ * current key, or an opaque token. Either way the access token's record is what `mintTokens` makes, stored by
+ * hash, so revocation, a revoked grant, a paused client and introspection reach JWTs as they reach opaque tokens.
+ */
+export async function issueTokens(
+  request: MintRequest,
+  client: Pick<ClientRecord, "metadata">,
+  context: IssueContext,
+  now: number,
+): Promise<{ response: TokenResponse; records: IssuedTokens }> {
+  const jwt = context.features.jwt_access_tokens;
+  const token = accessTokenFormat(jwt, client) === "jwt" ? await signAccessToken(request, jwt, context.accessTokenTtl, now) : undefined;
+  return mintTokens(request, context.accessTokenTtl, now, token);
+}
+
+/**
+ * Mints an access token (and a refresh token when asked): the response to send and the records to store.
+ * `accessToken` is the token already made (a JWT); default a random opaque one.
+ */
 export function mintTokens(
   request: MintRequest,
   accessTokenTtl: number,
   now: number,
+  accessToken: string = randomToken(),
 ): { response: TokenResponse; records: IssuedTokens } {
-  const accessToken = randomToken();
   const response: TokenResponse = {
     access_token: accessToken,
     token_type: "Bearer",
@@ -77,11 +111,12 @@ export function mintTokens(
   return { response, records };
 }
 
-const BASE64URL = /^[A-Za-z0-9_-]+$/;
+/** Base64url, and the dots of a JWT's compact serialization: nothing JSON escapes. */
+const BASE64URL = /^[A-Za-z0-9_.-]+$/;
 
 /**
  * The token response as JSON, the same text `JSON.stringify` gives (members in the same order), written out
- * because it is the one body every token request returns: the tokens are base64url, which never needs
+ * because it is the one body every token request returns: the tokens are base64url (a JWT: with dots), which never needs
  * escaping (checked, with `JSON.stringify` as the fallback), and the scope goes through `JSON.stringify`.
  */
 export function tokenResponseJson(response: TokenResponse): string {

@@ -31,6 +31,8 @@ export interface ClientDraft {
   grant_types?: readonly string[];
   client_credentials_refresh_token?: boolean;
   introspection?: "own" | "all";
+  /** The client's access-token format (RFC 9068), over the server's; kept in `metadata`. Operators only. */
+  access_token_format?: "opaque" | "jwt";
   /** Registration metadata echoed back and kept (client_uri, logo_uri, application_type, …). */
   metadata?: Record<string, unknown>;
 }
@@ -179,6 +181,7 @@ export function clientAdmission(options: AdmissionOptions): ClientAdmission {
       if (draft.introspection !== undefined) client.introspection = draft.introspection;
       if (origin !== undefined) client.origin = origin;
       if (draft.metadata !== undefined && Object.keys(draft.metadata).length > 0) client.metadata = { ...draft.metadata };
+      if (draft.access_token_format !== undefined) client.metadata = { ...client.metadata, access_token_format: draft.access_token_format };
       for (const rule of rules) rule(client, { origin, authorized, grants });
       return secret === undefined ? { client } : { client, client_secret: secret };
     },

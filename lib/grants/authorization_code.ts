@@ -4,13 +4,14 @@
  * @module
  */
 import { defineGrant, type Grant } from "../core/grant.ts";
+import { jwtAccessTokens } from "../features/jwt_access_tokens.ts";
 import { OAuthError } from "../errors.ts";
 import { narrowedResource, resourceIndicators } from "../features/resource_indicators.ts";
 import { CODE_VERIFIER, verifyPkce } from "../pkce.ts";
 import { scopeWithin } from "../scope.ts";
 import { sha256 } from "../sha256.ts";
 import type { ClientRecord } from "../storage/types.ts";
-import { mintTokens } from "../tokens.ts";
+import { issueTokens } from "../tokens.ts";
 
 const invalidGrant = (description: string) => new OAuthError("invalid_grant", { description });
 const missing = (name: string) => new OAuthError("invalid_request", { description: `The ${name} parameter is required` });
@@ -24,8 +25,8 @@ function proven(client: ClientRecord, verifier: string | undefined, challenge: s
 /** Exchanges a code for tokens. Everything is checked before the code is spent, so a bad try costs nothing. */
 export const authorizationCode: Grant = defineGrant({
   reads: ["clock", "storage", "accessTokenTtl", "refreshTokenTtl"],
-  uses: [resourceIndicators],
-  clientFields: ["client_id", "type", "scopes", "grant_types", "redirect_uris"],
+  uses: [resourceIndicators, jwtAccessTokens],
+  clientFields: ["client_id", "type", "scopes", "grant_types", "redirect_uris", "metadata"],
   confidentialOnly: false,
   userApproved: true,
   async exchange(exchange, form, client, context) {
@@ -75,7 +76,7 @@ export const authorizationCode: Grant = defineGrant({
     // RFC 8707 §2.2: the token request may narrow the audience bound at authorization, never change it.
     const resource = narrowedResource(form.get("resource"), record.resource, context.features.resource_indicators);
     const refresh = client.grant_types.includes("refresh_token");
-    const { response, records } = mintTokens({
+    const { response, records } = await issueTokens({
       client_id: client.client_id,
       user_id: record.user_id,
       scope: record.scope,
@@ -83,7 +84,7 @@ export const authorizationCode: Grant = defineGrant({
       refresh_resource: record.resource,
       grant_id: record.grant_id,
       refresh_expires_at: refresh ? now + context.refreshTokenTtl : undefined,
-    }, context.accessTokenTtl, now);
+    }, client, context, now);
     // The one atomic step: whoever loses a concurrent redemption is treated as a replay.
     if (!(await storage.redeemCode(hash, records, now))) {
       await storage.revokeGrant(record.grant_id);

@@ -4,16 +4,17 @@
  * @module
  */
 import { defineGrant, type Grant } from "../core/grant.ts";
+import { jwtAccessTokens } from "../features/jwt_access_tokens.ts";
 import { profile } from "../features/profile.ts";
 import { requestedResource, resourceIndicators } from "../features/resource_indicators.ts";
 import { requestedScope } from "../scope.ts";
-import { mintTokens, newGrantId } from "../tokens.ts";
+import { issueTokens, newGrantId } from "../tokens.ts";
 
 /** Issues a token to the client itself; a refresh token only when the client is configured for one. */
 export const clientCredentials: Grant = defineGrant({
   reads: ["clock", "storage", "accessTokenTtl", "refreshTokenTtl"],
-  uses: [profile, resourceIndicators],
-  clientFields: ["client_id", "scopes", "default_scope", "grant_types", "client_credentials_refresh_token"],
+  uses: [profile, resourceIndicators, jwtAccessTokens],
+  clientFields: ["client_id", "scopes", "default_scope", "grant_types", "client_credentials_refresh_token", "metadata"],
   confidentialOnly: true,
   async exchange(exchange, form, client, context) {
     const scope = requestedScope(form.get("scope"), client, context.features.profile.scopePolicy);
@@ -22,13 +23,13 @@ export const clientCredentials: Grant = defineGrant({
     const now = context.clock();
     // RFC 6749 §4.4.3 says a refresh token SHOULD NOT be included; the spec lets configuration allow it.
     const refresh = client.client_credentials_refresh_token && client.grant_types.includes("refresh_token");
-    const { response, records } = mintTokens({
+    const { response, records } = await issueTokens({
       client_id: client.client_id,
       scope,
       resource,
       grant_id: refresh ? newGrantId() : undefined,
       refresh_expires_at: refresh ? now + context.refreshTokenTtl : undefined,
-    }, context.accessTokenTtl, now);
+    }, client, context, now);
     await context.storage.saveTokens(records, now);
     exchange.emit({ type: "token.issued", client_id: client.client_id, grant_id: records.refresh?.grant_id });
     return response;

@@ -4,21 +4,22 @@
  * @module
  */
 import { defineGrant, type Grant } from "../core/grant.ts";
+import { jwtAccessTokens } from "../features/jwt_access_tokens.ts";
 import { OAuthError } from "../errors.ts";
 import { profile } from "../features/profile.ts";
 import { refreshGrace } from "../features/refresh_grace.ts";
 import { narrowedResource, resourceIndicators } from "../features/resource_indicators.ts";
 import { refreshScope, scopeWithin } from "../scope.ts";
 import { sha256 } from "../sha256.ts";
-import { mintTokens } from "../tokens.ts";
+import { issueTokens } from "../tokens.ts";
 
 const invalidGrant = (description: string) => new OAuthError("invalid_grant", { description });
 
 /** Rotates a refresh token: the old one is spent, a new pair is issued in the same grant, with the same scope. */
 export const refreshToken: Grant = defineGrant({
   reads: ["clock", "storage", "accessTokenTtl"],
-  uses: [profile, refreshGrace, resourceIndicators],
-  clientFields: ["client_id", "scopes"],
+  uses: [profile, refreshGrace, resourceIndicators, jwtAccessTokens],
+  clientFields: ["client_id", "scopes", "metadata"],
   confidentialOnly: false,
   userApproved: true,
   async exchange(exchange, form, client, context) {
@@ -48,7 +49,7 @@ export const refreshToken: Grant = defineGrant({
       throw new OAuthError("invalid_scope", { description: "The scope is no longer allowed for this client" });
     }
 
-    const { response, records } = mintTokens({
+    const { response, records } = await issueTokens({
       client_id: client.client_id,
       user_id: record.user_id,
       scope,
@@ -59,7 +60,7 @@ export const refreshToken: Grant = defineGrant({
       grant_id: record.grant_id,
       // The grant's lifetime is fixed at authorization: rotation does not extend it.
       refresh_expires_at: record.expires_at,
-    }, context.accessTokenTtl, now);
+    }, client, context, now);
     if (!(await storage.rotateRefreshToken(hash, records, now, graceMs))) {
       await storage.revokeGrant(record.grant_id);
       exchange.emit({ type: "refresh.reuse_detected", client_id: client.client_id, user_id: record.user_id, grant_id: record.grant_id });

@@ -125,6 +125,8 @@ export async function createReferenceApp(options: ReferenceAppOptions): Promise<
     ...(config.body_timeout_seconds === undefined ? {} : { limits: { bodyTimeout: config.body_timeout_seconds * 1000 } }),
     authenticateUser: login,
   });
+  // Signing keys: a runtime without the algorithm, or a secret that does not open the stored keys, stops the start.
+  await server.keys.ready();
   await writeConfigClients(config, server);
   const purge = schedulePurge(storage, options.purgeInterval ?? 60_000, clock, options.onError);
 

@@ -49,6 +49,8 @@ export interface ConfigClient {
   /** Space-delimited scope granted when a request names none. */
   default_scope?: string;
   introspection?: "own" | "all";
+  /** The client's access-token format, over the top-level `access_token_format`. */
+  access_token_format?: "opaque" | "jwt";
 }
 
 /**
@@ -73,6 +75,12 @@ export interface ReferenceConfig {
   registration?: { enabled?: boolean; initial_access_token?: string; remove_unused_after_days?: number; max_per_hour?: number };
   /** Lifetimes in seconds. */
   lifetimes?: { access_token?: number; authorization_code?: number; refresh_token?: number };
+  /** `"opaque"` (default) or `"jwt"` (RFC 9068); a client's own key overrides it. */
+  access_token_format?: "opaque" | "jwt";
+  /** The `aud` of JWT access tokens bound to no resource; default the issuer. */
+  access_token_audience?: string;
+  /** The keys that sign JWT access tokens; setting it (or access_token_format) serves /jwks. */
+  signing_keys?: { algorithm?: "ES256" | "EdDSA" | "RS256" | "PS256"; rotate_after_days?: number; retire_after_days?: number };
   cors?: { origins?: string[] };
   refresh_grace_seconds?: number;
   /** Addresses or CIDR ranges of trusted reverse proxies. */
@@ -204,6 +212,7 @@ export function configClient(c: ConfigClient): ClientRegistration {
     client_credentials_refresh_token: c.client_credentials_refresh_token === true,
     ...(c.default_scope === undefined ? {} : { default_scope: c.default_scope }),
     ...(c.introspection === undefined ? {} : { introspection: c.introspection }),
+    ...(c.access_token_format === undefined ? {} : { access_token_format: c.access_token_format }),
   };
 }
 

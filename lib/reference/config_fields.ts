@@ -47,6 +47,7 @@ const CLIENT: OptionType = {
     bool("client_credentials_refresh_token", "Whether a client_credentials response carries a refresh token (needs the refresh_token grant)."),
     str("default_scope", "Scope granted when a request names none; within the client's scopes."),
     str("introspection", 'Which tokens the client may introspect: its own ("own", default) or every one ("all").', { enum: ["own", "all"] }),
+    str("access_token_format", 'The client\'s access tokens: "opaque" or "jwt" (RFC 9068), over the top-level access_token_format.', { enum: ["opaque", "jwt"] }),
   ],
 };
 

@@ -172,7 +172,7 @@ describe("the published JSON Schema", () => {
         ? [path, ...Object.entries(schema.properties).flatMap(([k, s]) => walk(s, `${path}.${k}`))]
         : schema.type === "array" ? walk(schema.items, `${path}[]`) : [];
     const objects = walk(published, "$");
-    expect(objects.sort()).toEqual(["$", "$.users[]", "$.scopes[]", "$.clients[]", "$.registration", "$.client_metadata_documents", "$.cors", "$.metrics", "$.lifetimes"].sort());
+    expect(objects.sort()).toEqual(["$", "$.users[]", "$.scopes[]", "$.clients[]", "$.registration", "$.client_metadata_documents", "$.cors", "$.metrics", "$.lifetimes", "$.signing_keys"].sort());
     // At each object of the schema, an unknown key is refused by the parser too.
     for (const path of objects) {
       const config: any = base();
@@ -188,10 +188,11 @@ describe("the published JSON Schema", () => {
     const keys = (schema: any) => Object.keys(schema.properties).sort();
     expect(keys(published)).toEqual(
       ["$schema", "users", "scopes", "clients", "store", "secret", "scope_policy", "default_scope", "resources", "client_metadata_documents",
-        "registration", "cors", "refresh_grace_seconds", "trust_proxy", "body_timeout_seconds", "audit_log", "metrics", "lifetimes"].sort(),
+        "registration", "cors", "refresh_grace_seconds", "trust_proxy", "body_timeout_seconds", "audit_log", "metrics", "lifetimes",
+        "access_token_format", "access_token_audience", "signing_keys"].sort(),
     );
     expect(keys(published.properties.clients.items)).toEqual(
-      ["client_id", "client_secret", "name", "redirect_uris", "scopes", "grant_types", "client_credentials_refresh_token", "default_scope", "introspection"].sort(),
+      ["client_id", "client_secret", "name", "redirect_uris", "scopes", "grant_types", "client_credentials_refresh_token", "default_scope", "introspection", "access_token_format"].sort(),
     );
     expect(keys(published.properties.users.items)).toEqual(["username", "password", "password_hash", "name"].sort());
   });
