@@ -36,7 +36,7 @@ async function joseVerify(f: Fixture, token: string, audience: string = ISSUER) 
 
 /** oauth4webapi's resource-side validation, fetching /jwks from the server through its discovered metadata. */
 async function validateWithOauth4webapi(f: Fixture, token: string, audience: string = ISSUER) {
-  const customFetch = (url: string, init: RequestInit) => f.server.fetch(new Request(url, init));
+  const customFetch = (url: string, init: object) => f.server.fetch(new Request(url, init as RequestInit));
   const skew = Math.round((f.clock.now - Date.now()) / 1000);
   const discovery = await oauth.discoveryRequest(new URL(ISSUER), { algorithm: "oauth2", [oauth.customFetch]: customFetch });
   const as = await oauth.processDiscoveryResponse(new URL(ISSUER), discovery);
