@@ -66,6 +66,8 @@ export const COMMANDS: Record<string, Command> = {
   "clients resume": { summary: "resume a paused client", operand: "CLIENT_ID", flags: STORE_FLAGS },
   "clients delete": { summary: "delete a client and revoke every grant and token issued to it", operand: "CLIENT_ID", flags: STORE_FLAGS },
   "clients revoke-grants": { summary: "revoke every grant and token of a client (it stays registered)", operand: "CLIENT_ID", flags: STORE_FLAGS },
+  "keys list": { summary: "list the signing keys of JWT access tokens: next, current, previous, retired", flags: STORE_FLAGS },
+  "keys rotate": { summary: "publish a new signing key at /jwks; it signs 15 minutes later, the old one verifies until retired", flags: STORE_FLAGS },
   migrate: { summary: "create or upgrade the store's schema (SQL stores; servers also do it at start)", flags: STORE_FLAGS },
   purge: { summary: "delete expired codes, tokens, grants and marks from the store", flags: STORE_FLAGS },
 };

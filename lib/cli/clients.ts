@@ -5,6 +5,7 @@
  * @module
  */
 import type { ClientRegistry } from "../clients.ts";
+import type { SigningKeys } from "../features/jwt_access_tokens.ts";
 import type { ClientRecord, Storage } from "../storage/types.ts";
 import { UsageError } from "./args.ts";
 
@@ -18,6 +19,8 @@ export interface AdminContext {
    * the server knows no scopes, so `scopes` (the ones asked for) are declared for it.
    */
   registry(scopes: readonly string[]): ClientRegistry;
+  /** The signing keys of the servers on this store, opened with their shared secret. */
+  keys(): Promise<SigningKeys>;
   /** Prints one line (or one JSON document) on standard output. */
   print(text: string): void;
   clock(): number;

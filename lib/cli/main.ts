@@ -4,13 +4,14 @@
  *
  * @module
  */
-import { adminServer, createReferenceApp, type ReferenceApp } from "../reference/app.ts";
+import { adminServer, createReferenceApp, type ReferenceApp, sharedSecret } from "../reference/app.ts";
 import { configWarnings } from "../reference/config.ts";
 import { hashPassword } from "../reference/passwords.ts";
 import { defaultStoreUrl, openStore, type StoreDrivers } from "../reference/store.ts";
 import type { AuditEvent } from "../audit.ts";
 import { banner, help, loadConfig, parseCommandLine, serveArgs, UsageError, VERSION } from "./args.ts";
 import { ADMIN_RUNNERS } from "./clients.ts";
+import { KEY_RUNNERS } from "./keys.ts";
 import type { FetchApp } from "../adapters/fetch.ts";
 import { LOOPBACK_HOSTS } from "../redirect_uri.ts";
 
@@ -60,6 +61,17 @@ function auditLog(target: string | undefined, runtime: CliRuntime): ((event: Aud
 /** The environment variable that may carry the signing secret instead of `--secret` or the config's `secret`. */
 export const SECRET_ENV = "OAUTH2_FETCH_SERVER_SECRET";
 
+/** The secret from {@link SECRET_ENV}, or undefined (unset, empty, or Deno without --allow-env). */
+function envSecret(runtime: CliRuntime): string | undefined {
+  try {
+    const value = runtime.env(SECRET_ENV);
+    return value === undefined || value === "" ? undefined : value;
+  } catch {
+    // Deno without --allow-env: no secret from the environment, the store's generated one is used.
+    return undefined;
+  }
+}
+
 /**
  * Runs one command line. `serve` (the default) runs until a signal stops it. Exit codes: 0 done (and for
  * `--help`), 1 a failure (bad config, unreachable store), 2 a wrong command line (with the usage).
@@ -93,10 +105,11 @@ const admin = (name: string): Runner => async (flags, operand, runtime) => {
   if (url === "memory") throw new Error(`${name}: the memory store lives inside one server process; name a durable store (sqlite:PATH, postgres://…, redis://…)`);
   const store = await openStore(url, runtime.drivers ? { drivers: runtime.drivers } : {});
   try {
-    return await ADMIN_RUNNERS[name]!(flags, operand, {
+    return await ({ ...ADMIN_RUNNERS, ...KEY_RUNNERS })[name]!(flags, operand, {
       storage: store.storage,
       description: store.description,
       registry: (scopes) => adminServer(config, store.storage, scopes).clients,
+      keys: async () => adminServer(config, store.storage, ["keys"], await sharedSecret(store.storage, config?.secret ?? envSecret(runtime))).keys,
       print: (text) => console.log(text),
       clock: Date.now,
     });
@@ -107,7 +120,7 @@ const admin = (name: string): Runner => async (flags, operand, runtime) => {
 
 /** One runner per command of `COMMANDS` (args.ts). */
 const RUNNERS: Record<string, Runner> = {
-  ...Object.fromEntries(Object.keys(ADMIN_RUNNERS).map((name) => [name, admin(name)])),
+  ...Object.fromEntries([...Object.keys(ADMIN_RUNNERS), ...Object.keys(KEY_RUNNERS)].map((name) => [name, admin(name)])),
   serve,
   "hash-password": async (flags, _, runtime) => {
     // One line: a trailing newline from `echo` or a terminal is not part of the password.
@@ -137,13 +150,8 @@ async function serve(flags: Flags, _: string | undefined, runtime: CliRuntime): 
     );
   }
   if (args.config !== undefined) for (const warning of configWarnings(config, args.config)) console.error(warning);
-  let envSecret: string | undefined;
-  try {
-    envSecret = runtime.env(SECRET_ENV);
-  } catch {
-    // Deno without --allow-env: no secret from the environment, the store's generated one is used.
-  }
-  if (config.secret === undefined && envSecret !== undefined && envSecret !== "") config.secret = envSecret;
+  const fromEnv = envSecret(runtime);
+  if (config.secret === undefined && fromEnv !== undefined) config.secret = fromEnv;
   if (config.secret !== undefined && config.secret.length < 32) throw new Error("The signing secret must be at least 32 characters");
   // Opened before listening: a store that cannot be opened ends the command with one line and exit code 1.
   const store = await openStore(config.store ?? defaultStoreUrl(args.config), {

@@ -72,19 +72,39 @@ const REPORTS = [
 ];
 
 /**
- * The configured server on a store, for the operator's commands (`clients add`, `rotate-secret`): its client
- * registry is the one door with the server's own rules. It serves nothing, so its issuer plays no part. Without
- * a config file it knows no scopes, so the ones asked for are declared.
+ * The configured server on a store, for the operator's commands (`clients add`, `rotate-secret`, `keys …`): its
+ * client registry is the one door with the server's own rules. It serves nothing, so its issuer plays no part.
+ * Without a config file it knows no scopes, so the ones asked for are declared. With `secret` (the shared secret,
+ * see {@link sharedSecret}) its signing keys are the serving instances' own, on even without `signing_keys`.
  */
-export function adminServer(config: ReferenceConfig | undefined, storage: Storage, scopes: readonly string[]): AuthorizationServer {
+export function adminServer(
+  config: ReferenceConfig | undefined,
+  storage: Storage,
+  scopes: readonly string[],
+  secret?: string,
+): AuthorizationServer {
+  const fromFile = config === undefined ? {} : libraryOptions(config);
   return createAuthorizationServer({
     profile: { specAddresses: true, scopePolicy: "single" },
-    ...(config === undefined ? {} : libraryOptions(config)),
+    ...fromFile,
+    ...(secret === undefined ? {} : { secret: librarySecret(secret), signingKeys: fromFile.signingKeys ?? {} }),
     scopes: Object.fromEntries(config === undefined ? scopes.map((s) => [s, s]) : config.scopes.map((s) => [s.name, s.description])),
     issuer: "http://127.0.0.1",
     storage,
   });
 }
+
+/**
+ * The secret every instance on one store shares: the configured one, else one generated at the first start and
+ * kept in the store, so that restarts and other instances (and the operator's commands) use the same.
+ */
+export async function sharedSecret(storage: Storage, configured: string | undefined): Promise<string> {
+  // Whoever starts first generates it; every later start and every other instance reads the same one.
+  return configured ?? await storage.initSetting(SECRET_SETTING, base64url(crypto.getRandomValues(new Uint8Array(32))));
+}
+
+/** The library's secret (CSRF tokens, the signing keys' sealing key), derived from the shared one. */
+const librarySecret = (secret: string): string => sha256(`csrf\u0000${secret}`);
 
 /** Builds the reference app. Resolves once the users' password hashes and the clients are ready. */
 export async function createReferenceApp(options: ReferenceAppOptions): Promise<ReferenceApp> {
@@ -92,9 +112,7 @@ export async function createReferenceApp(options: ReferenceAppOptions): Promise<
   const clock = options.clock ?? Date.now;
   const users = await hashUsers(config.users, options.passwordIterations ?? 100_000);
   const storage = options.storage ?? memoryStorage({ clock });
-  const secret = options.secret ?? config.secret ??
-    // Whoever starts first generates it; every later start and every other instance reads the same one.
-    await storage.initSetting(SECRET_SETTING, base64url(crypto.getRandomValues(new Uint8Array(32))));
+  const secret = await sharedSecret(storage, options.secret ?? config.secret);
   const login = passwordLogin({
     verify: (username, password) => users.verify(username, password),
     secret: sha256(`login-session\u0000${secret}`),
@@ -119,7 +137,7 @@ export async function createReferenceApp(options: ReferenceAppOptions): Promise<
     clock,
     storage,
     // One key per use, derived from the shared secret: a CSRF token can never pass for a session, or back.
-    secret: sha256(`csrf\u0000${secret}`),
+    secret: librarySecret(secret),
     ...(options.onError ? { onError: options.onError } : {}),
     ...(options.onEvent ? { onEvent: options.onEvent } : {}),
     ...(config.body_timeout_seconds === undefined ? {} : { limits: { bodyTimeout: config.body_timeout_seconds * 1000 } }),

@@ -1,0 +1,48 @@
+/**
+ * `oauth2-fetch-server keys list|rotate`: the signing keys of JWT access tokens in the store a config file or a
+ * store URL names, while servers run on it. The keys are sealed under the servers' shared secret, so these
+ * commands need the same one (the config's `secret`, the environment's, or the one the first server stored).
+ *
+ * @module
+ */
+import type { SigningKeyInfo } from "../keys/keyring.ts";
+import type { AdminRunner } from "./clients.ts";
+
+const when = (iso: string | undefined) => (iso === undefined ? "-" : iso.replace(/\.\d{3}Z$/, "Z"));
+
+function table(keys: readonly SigningKeyInfo[]): string[] {
+  const rows = [["KID", "ALG", "STATE", "SIGNS_FROM", "RETIRES_AT"]];
+  for (const k of keys) rows.push([k.kid, k.alg, k.state, when(k.signs_from), when(k.retires_at)]);
+  const widths = rows[0]!.map((_, i) => Math.max(...rows.map((r) => r[i]!.length)));
+  return rows.map((row) => row.map((cell, i) => cell.padEnd(widths[i]!)).join("  ").trimEnd());
+}
+
+/** The key commands, by name as in `COMMANDS` (args.ts). */
+export const KEY_RUNNERS: Record<string, AdminRunner> = {
+  async "keys list"(flags, _, { keys, description, print }) {
+    const listed = await (await keys()).list();
+    if (flags["--json"]) return print(JSON.stringify(listed)), 0;
+    if (listed.length === 0) return print(`${description}: no signing keys yet (a server makes the first when it starts with signing_keys or access_token_format)`), 0;
+    for (const line of table(listed)) print(line);
+    return 0;
+  },
+
+  async "keys rotate"(flags, _, { keys, print }) {
+    const signing = await keys();
+    const before = new Set((await signing.list()).map((k) => k.kid));
+    const after = await signing.rotate();
+    const added = after.find((k) => !before.has(k.kid));
+    if (flags["--json"]) return print(JSON.stringify({ rotated: added !== undefined, keys: after })), 0;
+    const next = after.find((k) => k.state === "next");
+    if (added === undefined) {
+      print(`a rotation is already under way: key ${next?.kid ?? "?"} signs from ${when(next?.signs_from)}`);
+    } else if (added.state === "next") {
+      const current = after.find((k) => k.state === "current");
+      print(`published key ${added.kid} (${added.alg}) at /jwks: it signs from ${when(added.signs_from)}`);
+      if (current) print(`key ${current.kid} signs until then and stays at /jwks until ${when(current.retires_at)}`);
+    } else {
+      print(`made the first key ${added.kid} (${added.alg}): it signs now`);
+    }
+    return 0;
+  },
+};
