@@ -35,7 +35,7 @@ export type { CorsOrigins } from "./lib/features/cors.ts";
 export type { ClientMetadataDocumentOptions } from "./lib/features/client_metadata_documents.ts";
 export type { RegistrationOptions } from "./lib/features/registration.ts";
 export type { AccessTokenFormat, JwtAccessTokenOptions, SigningKeys, SigningKeysOptions } from "./lib/features/jwt_access_tokens.ts";
-export type { SigningKeyInfo } from "./lib/keys/keyring.ts";
+export type { Rotation, SigningKeyInfo } from "./lib/keys/keyring.ts";
 export {
   introspectionTokenVerifier,
   type IntrospectionVerifierOptions,

@@ -28,20 +28,17 @@ export const KEY_RUNNERS: Record<string, AdminRunner> = {
   },
 
   async "keys rotate"(flags, _, { keys, print }) {
-    const signing = await keys();
-    const before = new Set((await signing.list()).map((k) => k.kid));
-    const after = await signing.rotate();
-    const added = after.find((k) => !before.has(k.kid));
-    if (flags["--json"]) return print(JSON.stringify({ rotated: added !== undefined, keys: after })), 0;
+    const { rotated, keys: after } = await (await keys()).rotate();
+    if (flags["--json"]) return print(JSON.stringify({ rotated, keys: after })), 0;
     const next = after.find((k) => k.state === "next");
-    if (added === undefined) {
-      print(`a rotation is already under way: key ${next?.kid ?? "?"} signs from ${when(next?.signs_from)}`);
-    } else if (added.state === "next") {
-      const current = after.find((k) => k.state === "current");
-      print(`published key ${added.kid} (${added.alg}) at /jwks: it signs from ${when(added.signs_from)}`);
+    const current = after.find((k) => k.state === "current");
+    if (!rotated) {
+      print(next ? `a rotation is already under way: key ${next.kid} signs from ${when(next.signs_from)}` : "another instance made the first key");
+    } else if (next !== undefined) {
+      print(`published key ${next.kid} (${next.alg}) at /jwks: it signs from ${when(next.signs_from)}`);
       if (current) print(`key ${current.kid} signs until then and stays at /jwks until ${when(current.retires_at)}`);
     } else {
-      print(`made the first key ${added.kid} (${added.alg}): it signs now`);
+      print(`made the first key ${current?.kid ?? "?"} (${current?.alg ?? "?"}): it signs now`);
     }
     return 0;
   },

@@ -15,7 +15,7 @@ import type { JwsAlgorithm } from "../jose/algorithms.ts";
 import { ConfigurationError } from "../errors.ts";
 import type { Jwk } from "../jose/jwk.ts";
 import type { KeySource } from "../jose/jws.ts";
-import { type Keyring, keyring, type SigningKeyInfo } from "../keys/keyring.ts";
+import { type Keyring, keyring, type Rotation, type SigningKeyInfo } from "../keys/keyring.ts";
 import type { ClientRecord } from "../storage/types.ts";
 
 /** The format of access tokens: random strings looked up in the store, or signed JWTs (RFC 9068). */
@@ -170,10 +170,11 @@ export interface SigningKeys {
   list(): Promise<SigningKeyInfo[]>;
   /**
    * Publishes a successor of the current key at once; it signs 15 minutes later, and the current key stays
-   * published until `retireAfterDays` after that. Does nothing while a successor waits. Throws
-   * `ConfigurationError` when the server has no signing keys configured.
+   * published until `retireAfterDays` after that. Does nothing while a successor waits (`rotated: false`).
+   * Instances racing to rotate add one key between them. Throws `ConfigurationError` when the server has no
+   * signing keys configured.
    */
-  rotate(): Promise<SigningKeyInfo[]>;
+  rotate(): Promise<Rotation>;
   /**
    * Checks, at start, that the runtime has the algorithm and that the keys in the store open with this server's
    * secret, and makes the first key when there is none; throws `ConfigurationError`. Resolves at once when the

@@ -74,7 +74,7 @@ export interface Keyring {
   /** Every key in the store with its state; reads the store. */
   list(): Promise<SigningKeyInfo[]>;
   /** Publishes a successor of the current key now (it signs {@link PUBLISH_LEAD_MS} later); no-op while one waits. */
-  rotate(): Promise<SigningKeyInfo[]>;
+  rotate(): Promise<Rotation>;
   /** Checks the runtime has the algorithm, loads the set, makes the first key if there is none, and opens it. */
   ready(): Promise<void>;
 }
@@ -89,6 +89,14 @@ interface Loaded {
   text: string | null;
   doc: KeySetDocument | null;
   at: number;
+}
+
+/** What a rotation did. */
+export interface Rotation {
+  /** Whether this call published the new key (false: one waited already, or another instance's call won). */
+  rotated: boolean;
+  /** Every key in the store afterwards. */
+  keys: SigningKeyInfo[];
 }
 
 /** Builds the keyring of one server. Nothing is read or made until first use. */
@@ -132,19 +140,19 @@ export function keyring(options: KeyringOptions): Keyring {
       }
     });
 
-  let adding: Promise<Loaded> | undefined;
+  let adding: Promise<Loaded & { added: boolean }> | undefined;
   /** One addition at a time in this instance: a burst of requests at rotation time generates one key pair. */
-  const addKeyIf = (due: Due, from: Loaded): Promise<Loaded> =>
+  const addKeyIf = (due: Due, from: Loaded): Promise<Loaded & { added: boolean }> =>
     adding ??= addKey(due, from).finally(() => {
       adding = undefined;
     });
 
   /** Adds a key when `due` and none was added meanwhile; one compare-and-set decides between instances. */
-  async function addKey(due: Due, from: Loaded): Promise<Loaded> {
+  async function addKey(due: Due, from: Loaded): Promise<Loaded & { added: boolean }> {
     let state = from;
     for (let attempt = 0; attempt < 5; attempt++) {
       const now = clock();
-      if (!needsKey(state.doc, now, schedule, due)) return state;
+      if (!needsKey(state.doc, now, schedule, due)) return { ...state, added: false };
       const seal = await sealerNow();
       if (state.doc !== null && state.doc.sealer !== seal.id) throw foreignSealer();
       await checkRuntime();
@@ -155,7 +163,7 @@ export function keyring(options: KeyringOptions): Keyring {
       const text = JSON.stringify(next);
       if (await storage.swapSetting(KEY_SET_SETTING, state.text, text)) {
         loaded = { text, doc: next, at: now };
-        return loaded;
+        return { ...loaded, added: true };
       }
       // Another instance moved first: use its set (a manual rotation it made counts as this one).
       state = await read();
@@ -232,7 +240,8 @@ export function keyring(options: KeyringOptions): Keyring {
       return listOf(await read());
     },
     async rotate() {
-      return listOf(await addKeyIf("now", await read()));
+      const after = await addKeyIf("now", await read());
+      return { rotated: after.added, keys: listOf(after) };
     },
     async ready() {
       await checkRuntime();
