@@ -96,6 +96,8 @@ export class CaseContext {
   readonly documents: DocumentHost | undefined;
   /** What the target offers, read from its metadata before the run (capability discovery). */
   readonly discovery: Discovery | undefined;
+  /** Rotates the server's signing keys, when the run was given a way to. */
+  readonly rotateKeys: (() => Promise<void>) | undefined;
 
   /** Made by the runner, one per case. */
   constructor(
@@ -106,6 +108,7 @@ export class CaseContext {
     clock?: AdvanceClock,
     documents?: DocumentHost,
     discovery?: Discovery,
+    rotateKeys?: () => Promise<void>,
   ) {
     this.target = target;
     this.http = http;
@@ -114,6 +117,7 @@ export class CaseContext {
     this.clock = clock;
     this.documents = documents;
     this.discovery = discovery;
+    this.rotateKeys = rotateKeys;
   }
 
   /** What discovery found about a feature (offered when discovery was not run). */

@@ -108,6 +108,8 @@ export interface ConformanceOptions {
   clock?: AdvanceClock;
   /** Serves Client ID Metadata Documents at the target's `client_metadata_documents.origin` (the CIMD cases skip without it). */
   documents?: DocumentHost;
+  /** Rotates the server's signing keys, for the key rotation case (skipped without it); in-process runs pass one. */
+  rotateKeys?: () => Promise<void>;
   /** Check first that the target answers at all, and abort with one message if not. Default true. */
   preflight?: boolean;
   /**
@@ -162,6 +164,7 @@ export async function runConformance(target: Target | unknown, options: Conforma
   const clock = options.clock ?? httpClock(checked, fetch);
   if (clock !== undefined) run.clock = clock;
   if (options.documents !== undefined) run.documents = options.documents;
+  if (options.rotateKeys !== undefined) run.rotateKeys = options.rotateKeys;
   const results = await runCases(cases, checked, run, catalog.filter((c) => c.profiles.includes(profile)));
   return buildReport(checked, results, started, profile, discovery);
 }

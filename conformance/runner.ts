@@ -25,6 +25,8 @@ export interface RunOptions {
   documents?: DocumentHost;
   /** What the target offers (capability discovery). Default: every feature offered. */
   discovery?: Discovery;
+  /** Rotates the server's signing keys (the rotation case skips without it). */
+  rotateKeys?: () => Promise<void>;
   /** Expected failures: case id to the reason (see {@link parseExpectations}). */
   expected?: ReadonlyMap<string, string>;
   /** Milliseconds one case may take. Default 20 000. */
@@ -120,7 +122,7 @@ async function runOne(def: CaseDef, target: Target, options: RunOptions): Promis
   const started = Date.now();
   const controller = new AbortController();
   const http = new Recorder(options.fetch, controller.signal, secretsOf(target));
-  const ctx = new CaseContext(target, http, options.driver, options.profile ?? "spec", options.clock, options.documents, options.discovery ?? offerEverything(target));
+  const ctx = new CaseContext(target, http, options.driver, options.profile ?? "spec", options.clock, options.documents, options.discovery ?? offerEverything(target), options.rotateKeys);
   const limit = options.timeoutMs ?? 20_000;
   let timer: ReturnType<typeof setTimeout> | undefined;
   const timeout = new Promise<never>((_, reject) => {

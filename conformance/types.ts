@@ -43,6 +43,7 @@ export const AREAS = {
   pages: "Login and consent pages",
   requirements: "What the profile requires the server to offer (capability discovery)",
   metadata: "Metadata, revocation and iss (RFC 8414, 7009, 9207)",
+  jwt_access_tokens: "JWT access tokens and the JWK Set (RFC 9068, 7517)",
   mcp: "MCP authorization (RFC 8707, 9728, 7591, CIMD, CORS)",
 } as const;
 

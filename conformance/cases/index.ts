@@ -8,6 +8,7 @@ import { cases as authorize } from "./authorize.ts";
 import { cases as authorizeRedirect } from "./authorize_redirect.ts";
 import { cases as bearer } from "./bearer.ts";
 import { cases as concurrency } from "./concurrency.ts";
+import { cases as jwtAccessTokens } from "./jwt_access_tokens.ts";
 import { cases as mcp } from "./mcp.ts";
 import { cases as metadata } from "./metadata.ts";
 import { cases as pages } from "./pages.ts";
@@ -36,5 +37,6 @@ export const ALL_CASES: readonly CaseDef[] = [
   ...pages,
   ...requirements,
   ...metadata,
+  ...jwtAccessTokens,
   ...mcp,
 ];

@@ -52,6 +52,13 @@ export interface TestApp {
   storage: Storage;
   /** Moves the app's clock forward. */
   clock: AdvanceClock;
+  /** Rotates its signing keys (`keys rotate`). */
+  rotateKeys?: () => Promise<void>;
+}
+
+/** `config` (default the demo's) issuing JWT access tokens (RFC 9068), so the JWT cases run too. */
+export function jwtConfig(config: ReferenceConfig = DEMO_CONFIG): ReferenceConfig {
+  return { ...config, access_token_format: "jwt" };
 }
 
 /** A fresh reference app on its own store (or on `wrap` of it), with a clock the suite can move. */
@@ -64,7 +71,12 @@ export async function referenceApp(
   const inner = memoryStorage({ clock: now });
   const storage = wrap(inner);
   const app = await createReferenceApp({ issuer: BASE, storage, passwordIterations: 1, clock: now, ...(options.config ? { config: options.config } : {}) });
-  return { fetch: app.fetch, storage: inner, clock: (ms) => Promise.resolve(void (offset += ms)) };
+  return {
+    fetch: app.fetch,
+    storage: inner,
+    clock: (ms) => Promise.resolve(void (offset += ms)),
+    rotateKeys: async () => void await app.server.keys.rotate(),
+  };
 }
 
 /** Runs the whole suite in-process against `fetch` (the reference target, or `target`). */
