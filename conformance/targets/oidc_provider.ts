@@ -9,7 +9,8 @@
  *
  * Configured as a plain OAuth 2.0 server would be: client_credentials and revocation on, refresh tokens for
  * every client allowed the refresh_token grant (not only with offline_access), and each client held to its
- * own scopes. Everything else is oidc-provider's default.
+ * own scopes; and, for the JWT access-token cases, every access token a JWT (RFC 9068) for one default resource.
+ * Everything else is oidc-provider's default.
  *
  * @module
  */
@@ -20,6 +21,8 @@ import Provider from "oidc-provider";
 
 const REDIRECT = "http://127.0.0.1:9999/callback";
 const SCOPES = ["reports.read", "reports.write", "exports", "admin"];
+/** The one resource server every access token is for (RFC 8707), in the JWT format (RFC 9068). */
+const API = "https://api.example.com/";
 
 const server = createServer();
 await new Promise<void>((done) => server.listen(0, "127.0.0.1", done));
@@ -68,6 +71,14 @@ const provider = new Provider(issuer, {
     clientCredentials: { enabled: true },
     revocation: { enabled: true },
     devInteractions: { enabled: true },
+    // JWT access tokens (RFC 9068) are per resource server in oidc-provider: every token is for one default API,
+    // in the JWT format, so the suite's JWT cases run.
+    resourceIndicators: {
+      enabled: true,
+      defaultResource: () => API,
+      useGrantedResource: () => true,
+      getResourceServerInfo: () => ({ scope: SCOPES.join(" "), audience: API, accessTokenFormat: "jwt", accessTokenTTL: 3600 }),
+    },
   },
   // A plain OAuth 2.0 server: a client allowed the refresh_token grant gets refresh tokens.
   issueRefreshToken: (_ctx, client) => client.grantTypeAllowed("refresh_token"),
