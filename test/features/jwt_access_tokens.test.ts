@@ -7,6 +7,8 @@ import { describe, expect, test } from "vitest";
 import type { AuthorizationServer, AuthorizationServerOptions } from "../../mod.ts";
 import { bearer, errorOf, type Fixture, fixture, ISSUER, postToken, REDIRECT, SECRETS, spaTokens, webCode } from "../helpers.ts";
 import { codeFlow, MCP, mcpFixture, post } from "../mcp_helpers.ts";
+import { issueTokens } from "../../lib/tokens.ts";
+import type { JwtAccessTokens } from "../../lib/features/jwt_access_tokens.ts";
 
 const SECRET = "jwt-test-secret-0123456789abcdef-0123";
 const jwtFixture = (overrides: Partial<AuthorizationServerOptions> = {}): Promise<Fixture> =>
@@ -184,6 +186,9 @@ describe("/jwks", () => {
     expect(refused.status).toBe(500);
     expect(String(errors[0])).toMatch(/sealed under another secret/);
     expect((await jwks(other.server)).keys).toEqual((await jwks(f.server)).keys);
+    // Nor add one: a key sealed under its secret would leave the set half unreadable to the others.
+    await expect(other.server.keys.rotate()).rejects.toThrow(/sealed under another secret/);
+    expect(await f.server.keys.list()).toHaveLength(1);
   });
 });
 
@@ -225,5 +230,25 @@ describe("revocation and introspection reach JWT access tokens", () => {
     const forged = await new jose.SignJWT(jose.decodeJwt(access_token)).setProtectedHeader({ alg: "ES256", typ: "at+jwt", kid: kid! }).sign(privateKey);
     await expect(bearer(f.server, forged)).rejects.toMatchObject({ code: "invalid_token" });
     expect(await post(f.server, "/introspect", { token: forged }, basic("backend", SECRETS.backend)).then((r) => r.json())).toEqual({ active: false });
+  });
+});
+
+describe("the minting extension point (act for token exchange, cnf for DPoP)", () => {
+  test("further claims join the JWT; a claim RFC 9068 defines cannot be replaced", async () => {
+    const f = await jwtFixture();
+    await f.server.keys.ready();
+    // The feature's state, as a grant's view holds it.
+    const { jwtAccessTokens } = await import("../../lib/features/jwt_access_tokens.ts");
+    const jwt: JwtAccessTokens = jwtAccessTokens.setup({ accessTokenFormat: "jwt", secret: SECRET } as never, {
+      issuer: ISSUER, storage: f.storage, clock: f.clock.read, secret: new TextEncoder().encode(SECRET), accessTokenTtl: 3_600_000,
+    } as never);
+    const context = { accessTokenTtl: 3_600_000, features: { jwt_access_tokens: jwt } };
+    const request = { client_id: "backend", scope: "export", claims: { act: { sub: "agent-7" }, cnf: { jkt: "abc" } } };
+    const { response } = await issueTokens(request, {}, context, f.clock.now);
+    const { payload } = await joseVerify(f, response.access_token);
+    expect(payload).toMatchObject({ act: { sub: "agent-7" }, cnf: { jkt: "abc" }, sub: "backend", client_id: "backend" });
+    for (const name of ["sub", "aud", "scope", "iss", "client_id", "exp", "jti"]) {
+      await expect(issueTokens({ ...request, claims: { [name]: "x" } }, {}, context, f.clock.now), name).rejects.toThrow(`the claim "${name}" is set by the server`);
+    }
   });
 });
