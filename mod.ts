@@ -36,9 +36,12 @@ export type { ClientMetadataDocumentOptions } from "./lib/features/client_metada
 export type { RegistrationOptions } from "./lib/features/registration.ts";
 export type { AccessTokenFormat, JwtAccessTokenOptions, SigningKeys, SigningKeysOptions } from "./lib/features/jwt_access_tokens.ts";
 export type { Rotation, SigningKeyInfo } from "./lib/keys/keyring.ts";
+export type { KeyState } from "./lib/keys/key_set.ts";
+export type { Jwk, JwsAlgorithm, JwsHeader, KeySource, VerifiedHeader } from "./lib/jose/mod.ts";
 export {
   introspectionTokenVerifier,
   type IntrospectionVerifierOptions,
+  type JwksFetchOptions,
   type JwtTokenVerifier,
   jwtTokenVerifier,
   type JwtTokenVerifierOptions,

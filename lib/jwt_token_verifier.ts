@@ -11,7 +11,25 @@ import type { JwsAlgorithm } from "./jose/algorithms.ts";
 import { JoseError } from "./jose/errors.ts";
 import type { KeySource } from "./jose/jws.ts";
 import { type JwtClaims, verifyJwt } from "./jose/jwt.ts";
-import { remoteJwks, type RemoteJwksOptions } from "./jose/remote_jwks.ts";
+import { remoteJwks } from "./jose/remote_jwks.ts";
+
+/** How {@link jwtTokenVerifier} fetches and keeps the issuer's JWK Set. Times in milliseconds. */
+export interface JwksFetchOptions {
+  /** The fetch to use. Default `globalThis.fetch`. */
+  fetch?: (request: Request) => Promise<Response>;
+  /** Deadline of one fetch. Default 5000. */
+  timeout?: number;
+  /** Largest set read, in bytes. Default 64 KiB. */
+  maxBytes?: number;
+  /** Least time between two fetches caused by an unknown `kid` or a failure. Default 30 000. */
+  cooldown?: number;
+  /** Least lifetime of a fetched set, whatever Cache-Control says. Default 30 000. */
+  minTtl?: number;
+  /** Longest lifetime of a fetched set. Default 24 h. */
+  maxTtl?: number;
+  /** Lifetime when Cache-Control gives none. Default 10 min. */
+  defaultTtl?: number;
+}
 
 /** Options of {@link jwtTokenVerifier}. */
 export interface JwtTokenVerifierOptions {
@@ -28,7 +46,7 @@ export interface JwtTokenVerifierOptions {
   /** Clock skew allowed on `exp`, `nbf` and `iat`, in seconds (at most 300). Default 0. */
   clockTolerance?: number;
   /** How the JWK Set is fetched (timeouts, caching bounds, a custom fetch); the URL is trusted as configured. */
-  jwks?: Omit<RemoteJwksOptions, "now">;
+  jwks?: JwksFetchOptions;
   /**
    * Verified tokens remembered (by their exact text) so that a token presented again costs no signature check:
    * each until its `exp`, at most {@link JwtTokenVerifierOptions.cacheSeconds}. Default 1000; 0 remembers none.

@@ -12,7 +12,7 @@ import { challengeJson, toOAuthError } from "./core/render.ts";
 import { OAuthError } from "./errors.ts";
 import { checkResourceUri } from "./resource_uri.ts";
 
-export { type JwtTokenVerifier, jwtTokenVerifier, type JwtTokenVerifierOptions } from "./jwt_token_verifier.ts";
+export { type JwksFetchOptions, type JwtTokenVerifier, jwtTokenVerifier, type JwtTokenVerifierOptions } from "./jwt_token_verifier.ts";
 
 /**
  * Looks an access token up; resolves to what it grants, or null when it is unknown, expired or revoked. Throw

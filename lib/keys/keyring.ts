@@ -47,12 +47,17 @@ export interface KeyringOptions {
 
 /** What `keys list` shows of a key. */
 export interface SigningKeyInfo {
+  /** The key's id: its RFC 7638 thumbprint, the `kid` of the tokens it signs. */
   kid: string;
+  /** Its algorithm. */
   alg: JwsAlgorithm;
+  /** Next (published, not signing yet), current (signing), previous (verifying) or retired. */
   state: KeyState;
-  /** ISO 8601 times. */
+  /** When it was made (ISO 8601). */
   created_at: string;
+  /** When it starts (or started) signing (ISO 8601). */
   signs_from: string;
+  /** When it leaves `/jwks` (ISO 8601); set once a successor is made. */
   retires_at?: string;
 }
 
