@@ -11,7 +11,7 @@ import { CODE_VERIFIER, verifyPkce } from "../pkce.ts";
 import { scopeWithin } from "../scope.ts";
 import { sha256 } from "../sha256.ts";
 import type { ClientRecord } from "../storage/types.ts";
-import { issueTokens } from "../tokens.ts";
+import { issueTokens } from "../issue_tokens.ts";
 
 const invalidGrant = (description: string) => new OAuthError("invalid_grant", { description });
 const missing = (name: string) => new OAuthError("invalid_request", { description: `The ${name} parameter is required` });

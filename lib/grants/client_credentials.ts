@@ -8,7 +8,8 @@ import { jwtAccessTokens } from "../features/jwt_access_tokens.ts";
 import { profile } from "../features/profile.ts";
 import { requestedResource, resourceIndicators } from "../features/resource_indicators.ts";
 import { requestedScope } from "../scope.ts";
-import { issueTokens, newGrantId } from "../tokens.ts";
+import { issueTokens } from "../issue_tokens.ts";
+import { newGrantId } from "../tokens.ts";
 
 /** Issues a token to the client itself; a refresh token only when the client is configured for one. */
 export const clientCredentials: Grant = defineGrant({

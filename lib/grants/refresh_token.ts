@@ -11,7 +11,7 @@ import { refreshGrace } from "../features/refresh_grace.ts";
 import { narrowedResource, resourceIndicators } from "../features/resource_indicators.ts";
 import { refreshScope, scopeWithin } from "../scope.ts";
 import { sha256 } from "../sha256.ts";
-import { issueTokens } from "../tokens.ts";
+import { issueTokens } from "../issue_tokens.ts";
 
 const invalidGrant = (description: string) => new OAuthError("invalid_grant", { description });
 

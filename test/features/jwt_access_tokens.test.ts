@@ -7,7 +7,7 @@ import { describe, expect, test } from "vitest";
 import type { AuthorizationServer, AuthorizationServerOptions } from "../../mod.ts";
 import { bearer, errorOf, type Fixture, fixture, ISSUER, postToken, REDIRECT, SECRETS, spaTokens, webCode } from "../helpers.ts";
 import { codeFlow, MCP, mcpFixture, post } from "../mcp_helpers.ts";
-import { issueTokens } from "../../lib/tokens.ts";
+import { issueTokens } from "../../lib/issue_tokens.ts";
 import type { JwtAccessTokens } from "../../lib/features/jwt_access_tokens.ts";
 
 const SECRET = "jwt-test-secret-0123456789abcdef-0123";
