@@ -129,12 +129,13 @@ export const jwtAccessTokens: Feature<"jwt_access_tokens", JwtAccessTokens, JwtA
   reads: ["issuer", "storage", "clock", "secret", "accessTokenTtl"],
   setup(options, core): JwtAccessTokens {
     const value = options.signingKeys ?? {};
+    const enabled = options.accessTokenFormat !== undefined || options.signingKeys !== undefined;
     const retireMs = (value.retireAfterDays ?? 7) * DAY_MS;
-    if (retireMs < core.accessTokenTtl) {
+    if (enabled && retireMs < core.accessTokenTtl) {
       throw optionError("signingKeys.retireAfterDays", "must cover the access-token lifetime: a retired key no longer verifies the tokens it signed");
     }
     return {
-      enabled: options.accessTokenFormat !== undefined || options.signingKeys !== undefined,
+      enabled,
       format: options.accessTokenFormat ?? "opaque",
       audience: options.accessTokenAudience ?? core.issuer,
       issuer: core.issuer,

@@ -154,10 +154,12 @@ describe("algorithms", () => {
 });
 
 describe("refused", () => {
-  test("retireAfterDays shorter than the access-token lifetime", async () => {
+  test("retireAfterDays shorter than the access-token lifetime (a server without signing keys may keep long tokens)", async () => {
     await expect(fixture({ signingKeys: { retireAfterDays: 1 }, lifetimes: { accessToken: 2 * DAY } })).rejects.toMatchObject({
       name: "ConfigurationError", option: "signingKeys.retireAfterDays",
     });
+    await expect(fixture({ accessTokenFormat: "jwt", lifetimes: { accessToken: 8 * DAY } })).rejects.toMatchObject({ option: "signingKeys.retireAfterDays" });
+    await expect(fixture({ lifetimes: { accessToken: 30 * DAY } })).resolves.toBeDefined();
   });
 
   test("unknown algorithms and bad periods, with the option's path", async () => {
