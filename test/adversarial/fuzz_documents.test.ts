@@ -77,6 +77,8 @@ test("a client_id URL: only its own document is fetched, and only a valid one le
     clientMetadataDocuments: {
       enabled: true,
       timeout: 50,
+      // Every run names a new URL from one address: the ceiling is the subject of its own test.
+      maxPerHour: 1_000_000,
       fetch: (request) => {
         fetched.push(request);
         return current!.served.response();
