@@ -26,25 +26,26 @@ export function unsafeNameCharacter(name: string): string | null {
 }
 
 // Capitals first (before lower-casing, since Greek capital Beta lower-cases to a beta that looks like nothing
-// Latin), then lower case. Only unambiguous look-alikes; TR39's full table is far larger.
+// Latin), then lower case. Only unambiguous look-alikes; TR39's full table is far larger. The strokes i, I, l, 1
+// and | are one letter here: "MaIl" may stand for "Mail" or "Mall", and both must be caught.
 const UPPER: Readonly<Record<string, string>> = {
   // Cyrillic capitals
   "А": "a", "В": "b", "Е": "e", "К": "k", "М": "m", "Н": "h", "О": "o", "Р": "p", "С": "c", "Т": "t", "Х": "x",
-  "Ѕ": "s", "І": "l", "Ј": "j", "Ү": "y", "Ԛ": "q", "Ԝ": "w",
+  "Ѕ": "s", "І": "l", "Ј": "j", "Ү": "y", "Ԛ": "q", "Ԝ": "w", "Ӏ": "l",
   // Greek capitals
   "Α": "a", "Β": "b", "Ε": "e", "Ζ": "z", "Η": "h", "Ι": "l", "Κ": "k", "Μ": "m", "Ν": "n", "Ο": "o", "Ρ": "p",
   "Τ": "t", "Υ": "y", "Χ": "x",
-  // Latin capital I and the digits and strokes TR39 folds with l and o
+  // Latin capital I, and the digits and strokes TR39 folds with l and o
   "I": "l", "1": "l", "|": "l", "ǀ": "l", "0": "o",
 };
 const LOWER: Readonly<Record<string, string>> = {
   // Cyrillic
-  "а": "a", "в": "b", "е": "e", "о": "o", "р": "p", "с": "c", "у": "y", "х": "x", "ѕ": "s", "і": "i", "ј": "j",
+  "а": "a", "в": "b", "е": "e", "о": "o", "р": "p", "с": "c", "у": "y", "х": "x", "ѕ": "s", "і": "l", "ј": "j",
   "ԁ": "d", "ԛ": "q", "ԝ": "w", "һ": "h", "ӏ": "l", "ү": "y", "ɡ": "g", "ո": "n", "ս": "u",
   // Greek
-  "α": "a", "ο": "o", "ν": "v", "ρ": "p", "ι": "i", "κ": "k", "χ": "x", "υ": "u", "τ": "t", "ϲ": "c", "ϳ": "j",
+  "α": "a", "ο": "o", "ν": "v", "ρ": "p", "ι": "l", "κ": "k", "χ": "x", "υ": "u", "τ": "t", "ϲ": "c", "ϳ": "j",
   // Latin
-  "ı": "i", "ℓ": "l",
+  "i": "l", "ı": "l", "ℓ": "l",
 };
 
 /**
@@ -65,6 +66,11 @@ export function nameSkeleton(name: string): string {
   for (const c of mapped.toLowerCase()) folded += LOWER[c] ?? c;
   // TR39's multi-letter look-alikes, once whitespace and separators are gone.
   return folded.replace(/[\s\p{Z}]+/gu, "").replace(/rn/g, "m").replace(/vv/g, "w");
+}
+
+/** Whether two names look alike to a reader: the same {@link nameSkeleton}. */
+export function looksAlike(a: string, b: string): boolean {
+  return nameSkeleton(a) === nameSkeleton(b);
 }
 
 /** Names an operator stands behind (config file, command line, library), by skeleton. */
