@@ -338,3 +338,49 @@ describe("names and types in documents", () => {
     expect((await storage.getClient("https://native.example/c.json"))?.metadata?.application_type).toBe("native");
   });
 });
+
+describe("documents as MCP hosts publish them, under the drafts' differing rules (client_metadata_documents.md)", () => {
+  const published = (extra: Record<string, unknown>, init: ResponseInit = {}) =>
+    async () => new Response(JSON.stringify({ client_id: CLIENT_ID, ...extra }), { headers: { "content-type": "application/json" }, ...init });
+  const run = async (answer: () => Promise<Response>, redirect: string) => {
+    const { server: s, storage } = await mcpFixture({ clientMetadataDocuments: { enabled: true, fetch: answer }, defaultScope: "read" });
+    return { flow: await codeFlow(s, { client_id: CLIENT_ID, redirect_uri: redirect }), storage };
+  };
+
+  test.each([
+    ["the MCP specification's example", {
+      client_name: "Example MCP Client", client_uri: "https://app.example.com", logo_uri: "https://app.example.com/logo.png",
+      redirect_uris: ["http://127.0.0.1:3000/callback", "http://localhost:3000/callback"], grant_types: ["authorization_code"],
+      response_types: ["code"], token_endpoint_auth_method: "none",
+    }, "http://127.0.0.1:3000/callback", "native"],
+    ["a web connector with an https callback, refresh and an extra grant", {
+      client_name: "Web Connector", redirect_uris: ["https://app.example.com/api/mcp/auth_callback"],
+      grant_types: ["authorization_code", "refresh_token", "urn:ietf:params:oauth:grant-type:jwt-bearer"], token_endpoint_auth_method: "none",
+    }, "https://app.example.com/api/mcp/auth_callback", "web"],
+    ["RP-Metadata-Choices offering none", {
+      client_name: "Choices", redirect_uris: ["https://app.example.com/cb"], token_endpoint_auth_methods_supported: ["private_key_jwt", "none"],
+    }, "https://app.example.com/cb", "web"],
+    ["a native editor with a loopback port and a claimed https redirect", {
+      client_name: "Editor", application_type: "native", redirect_uris: ["http://127.0.0.1:33418", "https://editor.example.com/redirect"],
+      grant_types: ["authorization_code", "refresh_token"], token_endpoint_auth_method: "none",
+    }, "http://127.0.0.1:33418", "native"],
+  ])("accepted: %s", async (_, document, redirect, type) => {
+    const { flow, storage } = await run(published(document), redirect);
+    expect(flow.status).toBe(200);
+    expect((await storage.getClient(CLIENT_ID))?.metadata?.application_type).toBe(type);
+  });
+
+  test("served as text/plain from a static file host: accepted (the content type is not checked)", async () => {
+    const document = { client_name: "Static", redirect_uris: ["http://127.0.0.1/callback"], token_endpoint_auth_method: "none" };
+    expect((await run(published(document, { headers: { "content-type": "text/plain" } }), "http://127.0.0.1/callback")).flow.status).toBe(200);
+  });
+
+  test.each([
+    ["no client_name (optional since -02; MCP requires it)", { redirect_uris: ["http://127.0.0.1/callback"], token_endpoint_auth_method: "none" }, {}],
+    ["a 203 answer (-01: 200 only)", { client_name: "X", redirect_uris: ["http://127.0.0.1/callback"] }, { status: 203 }],
+  ])("refused: %s", async (_, document, init) => {
+    const { flow } = await run(published(document, init), "http://127.0.0.1/callback");
+    expect(flow.authorize.status).toBe(400);
+    expect(flow.authorize.headers.get("location")).toBeNull();
+  });
+});
