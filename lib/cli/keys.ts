@@ -1,7 +1,7 @@
 /**
  * `oauth2-fetch-server keys list|rotate`: the signing keys of JWT access tokens in the store a config file or a
- * store URL names, while servers run on it. The keys are sealed under the servers' shared secret, so these
- * commands need the same one (the config's `secret`, the environment's, or the one the first server stored).
+ * store URL names, while servers run on it. A rotation seals the new key under the servers' secret, so it needs
+ * the same one (the config's `secret`, `OAUTH2_FETCH_SERVER_SECRET`, or the key file beside the config file).
  *
  * @module
  */
@@ -20,7 +20,7 @@ function table(keys: readonly SigningKeyInfo[]): string[] {
 /** The key commands, by name as in `COMMANDS` (args.ts). */
 export const KEY_RUNNERS: Record<string, AdminRunner> = {
   async "keys list"(flags, _, { keys, description, print }) {
-    const listed = await (await keys()).list();
+    const listed = await (await keys(false)).list();
     if (flags["--json"]) return print(JSON.stringify(listed)), 0;
     if (listed.length === 0) return print(`${description}: no signing keys yet (a server makes the first when it starts with signing_keys or access_token_format)`), 0;
     for (const line of table(listed)) print(line);
@@ -28,7 +28,7 @@ export const KEY_RUNNERS: Record<string, AdminRunner> = {
   },
 
   async "keys rotate"(flags, _, { keys, print }) {
-    const { rotated, keys: after } = await (await keys()).rotate();
+    const { rotated, keys: after } = await (await keys(true)).rotate();
     if (flags["--json"]) return print(JSON.stringify({ rotated, keys: after })), 0;
     const next = after.find((k) => k.state === "next");
     const current = after.find((k) => k.state === "current");

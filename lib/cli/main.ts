@@ -4,7 +4,7 @@
  *
  * @module
  */
-import { adminServer, createReferenceApp, type ReferenceApp, sharedSecret } from "../reference/app.ts";
+import { adminServer, createReferenceApp, type ReferenceApp } from "../reference/app.ts";
 import { configWarnings } from "../reference/config.ts";
 import { hashPassword } from "../reference/passwords.ts";
 import { defaultStoreUrl, openStore, type StoreDrivers } from "../reference/store.ts";
@@ -14,6 +14,7 @@ import { ADMIN_RUNNERS } from "./clients.ts";
 import { KEY_RUNNERS } from "./keys.ts";
 import type { FetchApp } from "../adapters/fetch.ts";
 import { LOOPBACK_HOSTS } from "../redirect_uri.ts";
+import { configuredSecret, keyFilePath, SECRET_ENV, unconfiguredSecret } from "./secret.ts";
 
 /** What an entry point supplies from its runtime. */
 export interface CliRuntime {
@@ -39,6 +40,8 @@ export interface CliRuntime {
   noConnectionTimeouts?: string;
   /** Appends text to a file, creating it (the audit log). */
   appendText?(path: string, text: string): Promise<void>;
+  /** Creates a file with mode 0600 unless it exists (the key file); true when it created it. */
+  createPrivateFile?(path: string, text: string): Promise<boolean>;
 }
 
 /** The audit log of `audit_log`: JSON lines on stderr, or appended to a file in order. */
@@ -58,16 +61,28 @@ function auditLog(target: string | undefined, runtime: CliRuntime): ((event: Aud
   };
 }
 
-/** The environment variable that may carry the signing secret instead of `--secret` or the config's `secret`. */
-export const SECRET_ENV = "OAUTH2_FETCH_SERVER_SECRET";
+export { SECRET_ENV } from "./secret.ts";
 
-/** The secret from {@link SECRET_ENV}, or undefined (unset, empty, or Deno without --allow-env). */
+/** The secret from {@link SECRET_ENV}, or undefined (unset, or Deno without --allow-env). */
 function envSecret(runtime: CliRuntime): string | undefined {
   try {
-    const value = runtime.env(SECRET_ENV);
-    return value === undefined || value === "" ? undefined : value;
+    return runtime.env(SECRET_ENV);
   } catch {
-    // Deno without --allow-env: no secret from the environment, the store's generated one is used.
+    // Deno without --allow-env: no secret from the environment.
+    return undefined;
+  }
+}
+
+/**
+ * The secret the signing keys are sealed under, found as `serve` finds it but never created: the configured one,
+ * else the key file beside the config file; undefined when there is neither.
+ */
+async function keysSecret(configured: string | undefined, configPath: string | undefined, runtime: CliRuntime): Promise<string | undefined> {
+  if (configured !== undefined && configured !== "") return configured;
+  if (configPath === undefined) return undefined;
+  try {
+    return (await runtime.readText(keyFilePath(configPath))).trim();
+  } catch {
     return undefined;
   }
 }
@@ -109,7 +124,14 @@ const admin = (name: string): Runner => async (flags, operand, runtime) => {
       storage: store.storage,
       description: store.description,
       registry: (scopes) => adminServer(config, store.storage, scopes).clients,
-      keys: async () => adminServer(config, store.storage, ["keys"], await sharedSecret(store.storage, config?.secret ?? envSecret(runtime))).keys,
+      keys: async (write) => {
+        const secret = await keysSecret(config?.secret ?? envSecret(runtime), configPath, runtime);
+        if (secret === undefined && write) {
+          throw new Error(`${name}: no secret to seal a new key with: give the servers' own ("secret" in the config file, ${SECRET_ENV}, or --config beside their key file)`);
+        }
+        // Listing needs no secret: the public halves are stored in clear.
+        return adminServer(config, store.storage, ["keys"], secret ?? crypto.randomUUID().repeat(2)).keys;
+      },
       print: (text) => console.log(text),
       clock: Date.now,
     });
@@ -137,7 +159,6 @@ async function serve(flags: Flags, _: string | undefined, runtime: CliRuntime): 
   const config = await loadConfig(args.config, runtime.readText, runtime.env);
   // Flags win over the config file; the app reads them from the config.
   if (args.store !== undefined) config.store = args.store;
-  if (args.secret !== undefined) config.secret = args.secret;
   if (args.trustProxy !== undefined) config.trust_proxy = args.trustProxy;
   // Slowloris (finding 8 of issue 15): where the server cannot time out stalled connections, only a proxy can.
   // A listen address is written without brackets: `::1`, not `[::1]`.
@@ -150,14 +171,21 @@ async function serve(flags: Flags, _: string | undefined, runtime: CliRuntime): 
     );
   }
   if (args.config !== undefined) for (const warning of configWarnings(config, args.config)) console.error(warning);
-  const fromEnv = envSecret(runtime);
-  if (config.secret === undefined && fromEnv !== undefined) config.secret = fromEnv;
-  if (config.secret !== undefined && config.secret.length < 32) throw new Error("The signing secret must be at least 32 characters");
+  const storeUrl = config.store ?? defaultStoreUrl(args.config);
+  // The session-signing secret is never kept in the store. A shared store without one is refused at once.
+  const configured = configuredSecret({ flag: args.secret, config: config.secret, env: envSecret(runtime) }, storeUrl, args.config);
   // Opened before listening: a store that cannot be opened ends the command with one line and exit code 1.
-  const store = await openStore(config.store ?? defaultStoreUrl(args.config), {
+  const store = await openStore(storeUrl, {
     ...(runtime.drivers ? { drivers: runtime.drivers } : {}),
     onError: (error) => console.error("store connection error:", error instanceof Error ? error.message : String(error)),
   });
+  let source: string;
+  try {
+    ({ secret: config.secret, source } = configured ?? await unconfiguredSecret(storeUrl, args.config, runtime));
+  } catch (error) {
+    await store.close();
+    throw error;
+  }
   // The issuer needs the port, which "--port 0" only knows after listening; requests wait for the app.
   let ready!: (app: ReferenceApp) => void;
   const app = new Promise<ReferenceApp>((resolve) => (ready = resolve));
@@ -182,9 +210,9 @@ async function serve(flags: Flags, _: string | undefined, runtime: CliRuntime): 
     await store.close();
     throw error;
   }
-  const storeLine = store.durable
+  const storeLine = (store.durable
     ? `\nstore: ${store.description}`
-    : "\nstore: memory (nothing survives a restart; --config FILE or --store URL keeps it)";
+    : "\nstore: memory (nothing survives a restart; --config FILE or --store URL keeps it)") + `\nsecret: ${source}`;
   // One write, so whoever waits for the listening line sees the recipes too.
   console.log(`listening on ${running.url}` + storeLine + banner(running.url, args.config === undefined));
   const stop = (): void => {

@@ -23,7 +23,7 @@ import type { Storage } from "../storage/types.ts";
 import { configClient, type ConfigUser, DEMO_CONFIG, libraryOptions, type ReferenceConfig } from "./config.ts";
 import { connectedApps } from "./connected_apps.ts";
 import { createMetrics } from "./metrics.ts";
-import { observe } from "./observe.ts";
+import { observe, watchEvents } from "./observe.ts";
 import { verifyPassword } from "./passwords.ts";
 
 /** Options of {@link createReferenceApp}. */
@@ -32,12 +32,13 @@ export interface ReferenceAppOptions {
   issuer: string;
   /** Users, scopes and clients; default {@link DEMO_CONFIG}. */
   config?: ReferenceConfig;
-  /** Where clients, codes, tokens and the generated secret live. Default: a new memory store. */
+  /** Where clients, codes, tokens and grants live. Default: a new memory store. */
   storage?: Storage;
   /**
    * Signing secret of login sessions and CSRF tokens (at least 32 characters). Default: `config.secret`, else
-   * one generated at the first start and kept in the store, so that restarts and other instances on the same
-   * store keep users signed in.
+   * one generated for this app alone. Never kept in the store: whoever can read a store must not be able to
+   * forge a session from it. Instances that share a store share this secret through their configuration
+   * (the command line reads it from `--secret`, `OAUTH2_FETCH_SERVER_SECRET` or a key file; see secrets.md).
    */
   secret?: string;
   /** How often expired records are purged from the store, in ms; 0 never. Default 60 000. */
@@ -63,9 +64,6 @@ export interface ReferenceApp {
   close(): void;
 }
 
-/** The setting under which a generated signing secret is shared by every instance on one store. */
-const SECRET_SETTING = "reference.signing_secret";
-
 const REPORTS = [
   { id: "weekly-visits", title: "Weekly visits", visits: 18_204 },
   { id: "top-pages", title: "Top pages", pages: ["/", "/pricing", "/docs"] },
@@ -74,8 +72,8 @@ const REPORTS = [
 /**
  * The configured server on a store, for the operator's commands (`clients add`, `rotate-secret`, `keys …`): its
  * client registry is the one door with the server's own rules. It serves nothing, so its issuer plays no part.
- * Without a config file it knows no scopes, so the ones asked for are declared. With `secret` (the shared secret,
- * see {@link sharedSecret}) its signing keys are the serving instances' own, on even without `signing_keys`.
+ * Without a config file it knows no scopes, so the ones asked for are declared. With `secret` (the servers' own,
+ * as `serve` resolves it) its signing keys are the serving instances' keys, on even without `signing_keys`.
  */
 export function adminServer(
   config: ReferenceConfig | undefined,
@@ -94,15 +92,6 @@ export function adminServer(
   });
 }
 
-/**
- * The secret every instance on one store shares: the configured one, else one generated at the first start and
- * kept in the store, so that restarts and other instances (and the operator's commands) use the same.
- */
-export async function sharedSecret(storage: Storage, configured: string | undefined): Promise<string> {
-  // Whoever starts first generates it; every later start and every other instance reads the same one.
-  return configured ?? await storage.initSetting(SECRET_SETTING, base64url(crypto.getRandomValues(new Uint8Array(32))));
-}
-
 /** The library's secret (CSRF tokens, the signing keys' sealing key), derived from the shared one. */
 const librarySecret = (secret: string): string => sha256(`csrf\u0000${secret}`);
 
@@ -112,7 +101,7 @@ export async function createReferenceApp(options: ReferenceAppOptions): Promise<
   const clock = options.clock ?? Date.now;
   const users = await hashUsers(config.users, options.passwordIterations ?? 100_000);
   const storage = options.storage ?? memoryStorage({ clock });
-  const secret = await sharedSecret(storage, options.secret ?? config.secret);
+  const secret = options.secret ?? config.secret ?? base64url(crypto.getRandomValues(new Uint8Array(32)));
   const login = passwordLogin({
     verify: (username, password) => users.verify(username, password),
     secret: sha256(`login-session\u0000${secret}`),
@@ -124,6 +113,9 @@ export async function createReferenceApp(options: ReferenceAppOptions): Promise<
       isMarked: (key, now) => server.storage.isMarked(key, now),
     },
   });
+  const metrics = config.metrics?.enabled === true ? createMetrics() : undefined;
+  // Refused client metadata documents: counted, and logged at most once a minute, never with a stack.
+  const watched = watchEvents({ log: options.log, metrics, clock });
   const fromFile = libraryOptions(config);
   if (options.fetchDocument !== undefined && fromFile.clientMetadataDocuments !== undefined) {
     fromFile.clientMetadataDocuments = { ...fromFile.clientMetadataDocuments, fetch: options.fetchDocument };
@@ -139,7 +131,10 @@ export async function createReferenceApp(options: ReferenceAppOptions): Promise<
     // One key per use, derived from the shared secret: a CSRF token can never pass for a session, or back.
     secret: librarySecret(secret),
     ...(options.onError ? { onError: options.onError } : {}),
-    ...(options.onEvent ? { onEvent: options.onEvent } : {}),
+    onEvent: (event) => {
+      watched(event);
+      options.onEvent?.(event);
+    },
     ...(config.body_timeout_seconds === undefined ? {} : { limits: { bodyTimeout: config.body_timeout_seconds * 1000 } }),
     authenticateUser: login,
   });
@@ -204,7 +199,7 @@ export async function createReferenceApp(options: ReferenceAppOptions): Promise<
   // The request log, /healthz, /readyz, and /metrics when the config enables it (never public by accident).
   const observed = observe(route, {
     log: options.log,
-    metrics: config.metrics?.enabled === true ? createMetrics() : undefined,
+    metrics,
     ready: () => server.storage.getClient("readyz-probe"),
     basePath: new URL(server.issuer).pathname.replace(/\/$/, ""),
   });

@@ -1,6 +1,6 @@
 // `oauth2-fetch-server keys list|rotate` as operators run them: real processes on the SQLite file beside the
-// config file, while a real server issues JWT access tokens from it. The keys are sealed under the secret the
-// first server stored, which the commands read from the same store. Vitest on Node.
+// config file, while a real server issues JWT access tokens from it. The keys are sealed under the secret in the
+// key file the server made beside the config file, which rotate reads there; list needs none. Vitest on Node.
 import { type ChildProcess, spawn, spawnSync } from "node:child_process";
 import { mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";

@@ -32,7 +32,8 @@ for (const [name, server] of [["PostgreSQL", servers[0]], ["Redis", servers[1]]]
     const db = server as Database;
 
     test("one key made at start, shared: A's tokens verify with B's /jwks and open B's API; two rotations at once add one key", async () => {
-      const file = writeConfig({ access_token_format: "jwt" });
+      // One secret for every instance on a shared store: it seals the private keys too.
+      const file = writeConfig({ access_token_format: "jwt", secret: "shared-keys-secret-0123456789abcdef" });
       const [a, b] = await Promise.all([startInstance(file, ["--store", db.url]), startInstance(file, ["--store", db.url])]);
       const first = await kids(a);
       expect(first).toHaveLength(1);
@@ -45,13 +46,13 @@ for (const [name, server] of [["PostgreSQL", servers[0]], ["Redis", servers[1]]]
       expect((await jose.jwtVerify(jwt, atB, { issuer: a.url, typ: "at+jwt" })).payload.client_id).toBe("backend");
       expect(await apiStatus(b.url, jwt)).toBe(200);
 
-      const rotations = await Promise.all([cli("keys", "rotate", "--store", db.url, "--json"), cli("keys", "rotate", "--store", db.url, "--json")]);
+      const rotations = await Promise.all([cli("keys", "rotate", "--config", file, "--store", db.url, "--json"), cli("keys", "rotate", "--config", file, "--store", db.url, "--json")]);
       for (const r of rotations) expect(r.code, r.stderr).toBe(0);
       const outcomes = rotations.map((r) => JSON.parse(r.stdout) as { rotated: boolean; keys: { kid: string; state: string }[] });
       expect(outcomes.map((o) => o.rotated).sort()).toEqual([false, true]);
       expect(outcomes[0]!.keys).toEqual(outcomes[1]!.keys);
       const next = outcomes[0]!.keys.find((k) => k.state === "next")!.kid;
-      const listed = JSON.parse((await cli("keys", "list", "--store", db.url, "--json")).stdout) as { kid: string }[];
+      const listed = JSON.parse((await cli("keys", "list", "--config", file, "--store", db.url, "--json")).stdout) as { kid: string }[];
       expect(listed.map((k) => k.kid)).toEqual([first[0], next]);
 
       // Each instance reads the set again within 10 s and publishes the successor; the old token still verifies.
