@@ -8,6 +8,8 @@
  *
  * @module
  */
+import { errorJson } from "./core/render.ts";
+import { OAuthError } from "./errors.ts";
 
 // RFC 3986 §3.2.2: an IP-literal, or a reg-name / IPv4address of unreserved, pct-encoded and sub-delims.
 const IP_LITERAL = /^\[(?:[0-9A-Fa-f]{0,4}:){2,7}(?:[0-9A-Fa-f]{0,4}|\d{1,3}(?:\.\d{1,3}){3})\]$/;
@@ -97,10 +99,8 @@ export function requestHeadProblem(hosts: readonly string[], target: string): st
 
 /** The plain 400 an adapter sends for a bad request head, before any routing: no body worth reading. */
 export function badRequestHead(reason: string): Response {
-  return new Response(JSON.stringify({ error: "invalid_request", error_description: reason }), {
-    status: 400,
-    headers: { "content-type": "application/json", "cache-control": "no-store", connection: "close" },
-  });
+  const parts = errorJson(new OAuthError("invalid_request", { description: reason, headers: { connection: "close" } }));
+  return new Response(parts.body, parts);
 }
 
 /**

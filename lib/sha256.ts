@@ -18,7 +18,7 @@ const encoder = new TextEncoder();
  *
  * Synchronous, and written out here rather than taken from `crypto.subtle.digest`: every token request hashes
  * two or more 43-character values, and on Node WebCrypto's digest is an asynchronous job sent to the thread
- * pool, which cost more than the rest of the request (see README, "Performance"). The rounds have no branch
+ * pool, which cost more than the rest of the request (test/bench/HISTORY.md). The rounds have no branch
  * and no table lookup that depends on the data: the time depends on the input's length (and on whether it is
  * ASCII, which takes a faster path to UTF-8), never on its contents otherwise.
  * `test/crypto.test.ts` checks it against `crypto.subtle.digest` on random inputs of every size class.

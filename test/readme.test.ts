@@ -1,17 +1,28 @@
-// The README's code runs: every block is checked. TypeScript and JavaScript blocks are type-checked against the
-// package's own entry points (as a user imports them), JSON configs go through the config parser, shell blocks
-// are syntax-checked and those marked `<!-- check: run -->` are run, the systemd unit's command line goes
-// through the CLI parser. A block may be preceded by `<!-- prelude: TS -->`, declarations it assumes (the
-// reader's own `pool`, say), and a block whose first line is `// NAME.ts: …` is a module the others import.
+// The docs' code runs: every block of the README and of the Markdown beside the code (every .md under lib/,
+// examples/ and test/, and conformance/README.md) is checked. TypeScript and JavaScript blocks are type-checked
+// against the package's own entry points (as a user imports them), JSON configs go through the config parser
+// (a fragment as part of a minimal config), the conformance suite's JSONC through its own parsers, shell blocks
+// are syntax-checked and those marked `<!-- check: run -->` are run, the systemd unit's command line goes through
+// the CLI parser. A block may be preceded by `<!-- prelude: TS -->`, declarations it assumes (the reader's own
+// `pool`, say), and a block whose first line is `// NAME.ts: …` is a module the other blocks of its file import.
+// Relative links (and their #anchors) and repository paths in backticks must exist.
 // Vitest on Node only (it spawns tsc and bash).
 import { execFileSync } from "node:child_process";
-import { chmodSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
-import { join, resolve } from "node:path";
+import { chmodSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { dirname, join, normalize, resolve } from "node:path";
 import { describe, expect, test } from "vitest";
+import { ALL_CASES } from "../conformance/cases/index.ts";
+import { parseExpectations } from "../conformance/expect.ts";
+import { parseJsonc } from "../conformance/jsonc.ts";
+import { parseTarget } from "../conformance/target.ts";
+import { PROFILES, type Profile } from "../conformance/types.ts";
 import { parseCommandLine } from "../lib/cli/args.ts";
+import { configKey } from "../lib/core/option_table.ts";
 import { parseConfig } from "../lib/reference/config.ts";
+import { CONFIG_FIELDS } from "../lib/reference/config_fields.ts";
 
 interface Block {
+  file: string;
   lang: string;
   line: number;
   code: string;
@@ -19,66 +30,136 @@ interface Block {
   note: string;
 }
 
-function blocks(markdown: string): Block[] {
+/** The fenced blocks of a Markdown file, also those indented in a list. */
+function blocks(file: string, markdown: string): Block[] {
   const found: Block[] = [];
   const lines = markdown.split("\n");
   for (let i = 0; i < lines.length; i++) {
-    const open = /^```(\w*)\s*$/.exec(lines[i]!);
+    const open = /^( *)```(\S*)\s*$/.exec(lines[i]!);
     if (!open) continue;
+    const indent = open[1]!;
     const start = i;
     const body: string[] = [];
-    while (++i < lines.length && lines[i] !== "```") body.push(lines[i]!);
+    while (++i < lines.length && lines[i] !== `${indent}\`\`\``) body.push(lines[i]!.slice(indent.length));
     const before = lines.slice(0, start).join("\n").trimEnd();
     const note = before.endsWith("-->") ? before.slice(before.lastIndexOf("<!--") + 4, -3).trim() : "";
-    found.push({ lang: open[1]!, line: start + 1, code: body.join("\n"), note });
+    found.push({ file, lang: open[2]!, line: start + 1, code: body.join("\n"), note });
   }
   return found;
 }
 
-const README = readFileSync("README.md", "utf8");
-const all = blocks(README);
+/** Every Markdown file under a folder (no node_modules, no dot folders). */
+function markdownUnder(dir: string): string[] {
+  if (!existsSync(dir)) return [];
+  return readdirSync(dir, { withFileTypes: true }).flatMap((entry) => {
+    const path = `${dir}/${entry.name}`;
+    if (entry.isDirectory()) return entry.name === "node_modules" || entry.name.startsWith(".") ? [] : markdownUnder(path);
+    return entry.name.endsWith(".md") ? [path] : [];
+  });
+}
+
+// History is kept as it was written: its commands and paths are those of their day.
+const HISTORY = ["test/bench/HISTORY.md"];
+const DOCS = ["README.md", "conformance/README.md", ...markdownUnder("lib"), ...markdownUnder("examples"), ...markdownUnder("test")]
+  .filter((f) => !HISTORY.includes(f));
+const TEXT = new Map(DOCS.map((f) => [f, readFileSync(f, "utf8")]));
+const all = DOCS.flatMap((f) => blocks(f, TEXT.get(f)!));
+const where = (b: Block) => `${b.file}:${b.line}`;
 const deno = JSON.parse(readFileSync("deno.json", "utf8")) as { exports: Record<string, string> };
 const WORK = resolve(".artifacts/readme");
+const dirOf = (b: Block) => join(WORK, `${b.file.replace(/[^\w]+/g, "_")}-line-${b.line}`);
 
-test("every block has a language this test knows how to check", () => {
-  const known = new Set(["ts", "js", "sh", "json", "ini", "nginx"]);
-  expect(all.filter((b) => !known.has(b.lang)).map((b) => `line ${b.line}: "${b.lang}"`)).toEqual([]);
-  expect(all.length).toBeGreaterThan(20);
+test("the docs checked are the README and the Markdown beside the code", () => {
+  for (const file of ["README.md", "lib/README.md", "lib/storage/README.md", "lib/reference/README.md", "conformance/README.md", "test/bench/README.md", "test/mutation/README.md"]) {
+    expect(DOCS).toContain(file);
+  }
 });
 
-test("the README points at nothing outside the repository and imports the package by its name", () => {
+test("every block has a language this test knows how to check", () => {
+  const known = new Set(["ts", "js", "sh", "json", "jsonc", "ini", "nginx", "text"]);
+  expect(all.filter((b) => !known.has(b.lang)).map((b) => `${where(b)}: "${b.lang}"`)).toEqual([]);
+  expect(all.length).toBeGreaterThan(40);
+});
+
+test("the docs point at nothing outside the repository and import the package by its name", () => {
   for (const block of all.filter((b) => b.lang === "ts" || b.lang === "js")) {
-    expect(block.code, `line ${block.line}`).not.toMatch(/from "\.\.?\/(mod|lib)/);
+    expect(block.code, where(block)).not.toMatch(/from "\.\.?\/(mod|lib|conformance)/);
   }
 });
 
 test("each Deno and each Bun block is one complete alternative", () => {
   for (const block of all.filter((b) => /\b(Deno|Bun)\.serve\b|serve(Deno|Bun)\(/.test(b.code))) {
     const ways = [/\bDeno\.serve\(/, /serveDeno\(/, /\bBun\.serve\(/, /serveBun\(/].filter((re) => re.test(block.code));
-    expect(ways.length, `line ${block.line} mixes alternatives`).toBe(1);
-    expect(block.code, `line ${block.line}`).not.toMatch(/\/\/ or,/);
+    expect(ways.length, `${where(block)} mixes alternatives`).toBe(1);
+    expect(block.code, where(block)).not.toMatch(/\/\/ or,/);
   }
 });
 
+describe("links", () => {
+  /** GitHub's anchor of a heading: lower case, punctuation dropped, spaces to hyphens; repeats get -1, -2. */
+  const anchors = (markdown: string): Set<string> => {
+    const seen = new Map<string, number>();
+    const out = new Set<string>();
+    for (const heading of markdown.replace(/^ *```[\s\S]*?^ *```/gm, "").match(/^#{1,6} .+$/gm) ?? []) {
+      const base = heading.replace(/^#+ /, "").trim().toLowerCase().replace(/[^\p{L}\p{N} _-]/gu, "").replace(/ /g, "-");
+      const n = seen.get(base) ?? 0;
+      seen.set(base, n + 1);
+      out.add(n === 0 ? base : `${base}-${n}`);
+    }
+    return out;
+  };
+  const prose = (markdown: string) => markdown.replace(/^ *```[\s\S]*?^ *```/gm, "");
+
+  test("every relative link names a file that exists, and its #anchor a heading there", () => {
+    const broken: string[] = [];
+    for (const [file, text] of TEXT) {
+      for (const [, target] of prose(text).matchAll(/\]\(([^)\s]+)\)/g)) {
+        if (/^[a-z]+:/.test(target!)) continue;
+        const [path, anchor] = target!.split("#") as [string, string | undefined];
+        const resolved = path === "" ? file : normalize(join(dirname(file), path));
+        if (!existsSync(resolved)) {
+          broken.push(`${file}: ${target}`);
+          continue;
+        }
+        if (anchor !== undefined && resolved.endsWith(".md") && !anchors(readFileSync(resolved, "utf8")).has(anchor)) {
+          broken.push(`${file}: ${target} (no such heading)`);
+        }
+      }
+    }
+    expect(broken).toEqual([]);
+  });
+
+  test("every repository path written in backticks exists (test/mutation/README.md names files as of its runs)", () => {
+    const missing: string[] = [];
+    for (const [file, text] of TEXT) {
+      if (file === "test/mutation/README.md") continue;
+      for (const [, path] of prose(text).matchAll(/`((?:lib|test|conformance|examples)\/[\w./-]*\.(?:ts|md|json|jsonc))`/g)) {
+        if (!existsSync(path!)) missing.push(`${file}: ${path}`);
+      }
+    }
+    expect(missing).toEqual([]);
+  });
+});
+
 /** Writes every TypeScript and JavaScript block into its own folder under .artifacts/readme (once); returns the files. */
-let prepared: string[] | undefined;
-function prepare(): string[] {
+let prepared: Map<Block, string> | undefined;
+function prepare(): Map<Block, string> {
   if (prepared) return prepared;
   rmSync(WORK, { recursive: true, force: true });
   mkdirSync(WORK, { recursive: true });
   const code = all.filter((b) => b.lang === "ts" || b.lang === "js");
   const modules = code.filter((b) => /^\/\/ \w+\.ts: /.test(b.code));
-  const files: string[] = [];
+  const files = new Map<Block, string>();
   for (const block of code) {
     if (modules.includes(block)) continue;
-    const dir = join(WORK, `line-${block.line}`);
+    const dir = dirOf(block);
     mkdirSync(dir);
-    for (const m of modules) writeFileSync(join(dir, /^\/\/ (\w+\.ts)/.exec(m.code)![1]!), m.code);
+    for (const m of modules.filter((m) => m.file === block.file)) writeFileSync(join(dir, /^\/\/ (\w+\.ts)/.exec(m.code)![1]!), m.code);
     const prelude = block.note.startsWith("prelude:") ? `${block.note.slice("prelude:".length).trim()}\n` : "";
     const named = /^\/\/ (\w+\.(?:ts|js))\s*$/m.exec(block.code.split("\n")[0] ?? "")?.[1];
     const file = join(dir, named ?? `block.${block.lang}`);
     writeFileSync(file, prelude + block.code + "\n");
-    files.push(file);
+    files.set(block, file);
   }
   // What a user's project sees: the package's entry points by name, Node's types, and a loose typing of the
   // Deno and Bun globals the snippets touch (the Deno blocks are also checked by deno itself, below).
@@ -112,10 +193,17 @@ function prepare(): string[] {
       noEmit: true, allowJs: true, checkJs: true, isolatedDeclarations: false, declaration: false,
       rootDir: resolve("."), paths, types: ["node"], typeRoots: [resolve("node_modules/@types")],
     },
-    files: [join(WORK, "globals.d.ts"), ...files],
+    files: [join(WORK, "globals.d.ts"), ...files.values()],
   }));
   prepared = files;
   return files;
+}
+
+/** Names the doc and line of each error in a tool's output. */
+function located(output: string): string {
+  let out = output;
+  for (const block of all) out = out.replaceAll(`${dirOf(block)}/`, `${where(block)} block: `);
+  return out.replaceAll(`${WORK}/`, "");
 }
 
 describe("TypeScript and JavaScript blocks type-check against the package", () => {
@@ -127,8 +215,7 @@ describe("TypeScript and JavaScript blocks type-check against the package", () =
     } catch (error) {
       output = String((error as { stdout?: string }).stdout ?? error);
     }
-    // Name the README line of each error.
-    expect(output.replace(/\.artifacts\/readme\/line-(\d+)\//g, "README.md block at line $1: ")).toBe("");
+    expect(located(output.replace(/\.artifacts\/readme\//g, `${WORK}/`))).toBe("");
   }, 150_000);
 });
 
@@ -137,31 +224,44 @@ test("blocks that use Deno's own API type-check under deno check, with Deno's re
     key === "." ? "oauth2-fetch-server" : `oauth2-fetch-server/${key.slice(2)}`,
     `file://${resolve(source)}`,
   ]));
-  prepare();
-  const dirs = all.filter((b) => b.lang === "ts" && /\bDeno\./.test(b.code)).map((b) => join(WORK, `line-${b.line}`));
-  expect(dirs.length).toBeGreaterThan(1);
+  const files = prepare();
+  const denoBlocks = [...files].filter(([b]) => b.lang === "ts" && /\bDeno\./.test(b.code)).map(([, file]) => file);
+  expect(denoBlocks.length).toBeGreaterThan(1);
   writeFileSync(join(WORK, "import_map.json"), JSON.stringify({ imports }));
-  const files = dirs.map((dir) => join(dir, readdirSync(dir).find((f) => f !== "auth.ts")!));
   let output = "";
   try {
-    execFileSync(resolve("node_modules/.bin/deno"), ["check", "--no-config", "--no-lock", `--import-map=${join(WORK, "import_map.json")}`, ...files], {
+    execFileSync(resolve("node_modules/.bin/deno"), ["check", "--no-config", "--no-lock", `--import-map=${join(WORK, "import_map.json")}`, ...denoBlocks], {
       encoding: "utf8", timeout: 120_000, stdio: ["ignore", "pipe", "pipe"], env: { ...process.env, NO_COLOR: "1" },
     });
   } catch (error) {
     output = String((error as { stderr?: string }).stderr ?? error);
   }
-  expect(output).toBe("");
+  expect(located(output)).toBe("");
 }, 150_000);
 
-test("every JSON block parses, and every config in it passes the config parser", () => {
+test("every JSON block parses, and every config in it, whole or a fragment, passes the config parser", () => {
   const env = (name: string) => `value-of-${name}-0123456789abcdef0123456789`;
+  const topKeys = new Set(CONFIG_FIELDS.map(configKey).filter((k) => k !== null));
+  let configs = 0;
   for (const block of all.filter((b) => b.lang === "json")) {
     const value = JSON.parse(block.code);
-    if (typeof value === "object" && value !== null && "scopes" in value) {
-      const config = { ...value };
-      // A DATABASE_URL from the environment: any store URL will do for the parser.
-      expect(() => parseConfig(config, `README.md line ${block.line}`, env), `line ${block.line}`).not.toThrow();
-    }
+    if (typeof value !== "object" || value === null || Array.isArray(value)) continue;
+    if (!Object.keys(value).some((k) => topKeys.has(k))) continue;
+    // A fragment (`{ "cors": { … } }`) is checked as part of the smallest config: one scope.
+    const config = { scopes: [{ name: "read", description: "Read" }], ...value };
+    expect(() => parseConfig(config, where(block), env), where(block)).not.toThrow();
+    configs++;
+  }
+  expect(configs).toBeGreaterThan(8);
+});
+
+test("every JSONC block is a conformance target or expectations file its parsers accept", () => {
+  const jsonc = all.filter((b) => b.lang === "jsonc");
+  expect(jsonc.length).toBeGreaterThan(1);
+  for (const block of jsonc) {
+    const value = parseJsonc(block.code) as Record<string, unknown>;
+    if ("base_url" in value) expect(() => parseTarget(value), where(block)).not.toThrow();
+    else for (const profile of Object.keys(PROFILES) as Profile[]) expect(() => parseExpectations(value, profile, ALL_CASES), where(block)).not.toThrow();
   }
 });
 
@@ -175,7 +275,7 @@ test("the systemd unit starts the server with flags the command line accepts", (
   for (const block of all.filter((b) => b.lang === "sh" && /oauth2-fetch-server serve/.test(b.code))) {
     for (const line of block.code.replace(/\\\n\s*/g, "").split("\n").filter((l) => l.includes("oauth2-fetch-server serve"))) {
       const args = line.slice(line.indexOf("oauth2-fetch-server serve") + "oauth2-fetch-server ".length).trim().split(/\s+/);
-      expect(() => parseCommandLine(args), line).not.toThrow();
+      expect(() => parseCommandLine(args), `${where(block)}: ${line}`).not.toThrow();
     }
   }
 });
@@ -191,7 +291,7 @@ test("the nginx block proxies with the forwarded headers the server trusts and k
 describe("shell blocks", () => {
   test("every one is valid shell", () => {
     for (const block of all.filter((b) => b.lang === "sh")) {
-      expect(() => execFileSync("bash", ["-n"], { input: block.code }), `line ${block.line}`).not.toThrow();
+      expect(() => execFileSync("bash", ["-n"], { input: block.code }), where(block)).not.toThrow();
     }
   });
 
@@ -212,7 +312,8 @@ describe("shell blocks", () => {
         timeout: 60_000,
         env: { ...process.env, PATH: `${bin}:${process.env.PATH}` },
       });
-      expect(output.length, `line ${block.line}`).toBeGreaterThan(0);
+      expect(output.length, where(block)).toBeGreaterThan(0);
     }
   }, 120_000);
 });
+

@@ -196,10 +196,10 @@ describe("the published JSON Schema", () => {
     expect(keys(published.properties.users.items)).toEqual(["username", "password", "password_hash", "name"].sort());
   });
 
-  test("the demo config and the README's example pass the parser", () => {
+  test("the demo config and the reference server's documented example pass the parser", () => {
     expect(() => parse(DEMO_CONFIG)).not.toThrow();
-    const readme = readFileSync("README.md", "utf8");
-    const block = /## The reference server's config file[\s\S]*?```json\n([\s\S]*?)```/.exec(readme)![1]!;
+    const readme = readFileSync("lib/reference/README.md", "utf8");
+    const block = /## The config file[\s\S]*?```json\n([\s\S]*?)```/.exec(readme)![1]!;
     expect(() => parse(JSON.parse(block), { EXPORT_JOB_SECRET: "from-the-environment-0123" })).not.toThrow();
   });
 });
