@@ -24,6 +24,7 @@ export const AUDIT_EVENTS = {
   "client.paused": "A client was paused.",
   "client.resumed": "A paused client was resumed.",
   "client.deleted": "A client was deleted, with its grants.",
+  "client.document_refused": "A client metadata document was refused or could not be fetched (reason: why, in one word).",
   "request.throttled": "A request was refused by a throttle (429).",
 } as const;
 

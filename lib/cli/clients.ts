@@ -7,6 +7,7 @@
 import type { ClientRegistry } from "../clients.ts";
 import type { ClientRecord, Storage } from "../storage/types.ts";
 import { UsageError } from "./args.ts";
+import { terminalJson as json, terminalSafe as safe } from "./terminal.ts";
 
 /** An open store, and the client registry of the configured server on it. */
 export interface AdminContext {
@@ -39,7 +40,7 @@ const when = (ms: number | undefined) => (ms === undefined ? "never" : new Date(
 
 async function mustGet(storage: Storage, clientId: string): Promise<ClientRecord> {
   const client = await storage.getClient(clientId);
-  if (!client) throw new Error(`no client "${clientId}" in the store`);
+  if (!client) throw new Error(`no client "${safe(clientId)}" in the store`);
   return client;
 }
 
@@ -55,7 +56,7 @@ export const ADMIN_RUNNERS: Record<string, AdminRunner> = {
     const grantTypes = list(flags, "--grant-type");
     const clientId = flags["--client-id"] as string | undefined;
     if (clientId !== undefined && (await storage.getClient(clientId))) {
-      throw new Error(`client "${clientId}" already exists: use "clients rotate-secret" or "clients delete" first`);
+      throw new Error(`client "${safe(clientId)}" already exists: use "clients rotate-secret" or "clients delete" first`);
     }
     // The configured server's rules (redirect URIs, grant types, scopes, secrets), through its one door.
     const registered = await registry(requested).register({
@@ -68,10 +69,10 @@ export const ADMIN_RUNNERS: Record<string, AdminRunner> = {
     }, { origin: "cli" });
     const { client } = registered;
     if (flags["--json"]) {
-      print(JSON.stringify({ client: shown(client), ...(registered.client_secret ? { client_secret: registered.client_secret } : {}) }));
+      print(json({ client: shown(client), ...(registered.client_secret ? { client_secret: registered.client_secret } : {}) }));
     } else {
-      print(`added client "${client.client_id}" (${client.type}) to ${description}`);
-      print(`client_id:     ${client.client_id}`);
+      print(`added client "${safe(client.client_id)}" (${client.type}) to ${description}`);
+      print(`client_id:     ${safe(client.client_id)}`);
       if (registered.client_secret) print(`client_secret: ${registered.client_secret}\n(shown once: only its hash is stored)`);
     }
     return 0;
@@ -79,10 +80,10 @@ export const ADMIN_RUNNERS: Record<string, AdminRunner> = {
 
   async "clients list"(flags, _, { storage, print }) {
     const clients = (await storage.listClients()).sort((a, b) => a.client_id.localeCompare(b.client_id));
-    if (flags["--json"]) return print(JSON.stringify(clients.map(shown))), 0;
+    if (flags["--json"]) return print(json(clients.map(shown))), 0;
     const rows = [["CLIENT_ID", "NAME", "TYPE", "STATUS", "ORIGIN", "LAST_USED"]];
     for (const c of clients) {
-      rows.push([c.client_id, c.name, c.type, c.active ? "active" : "paused", c.origin ?? "-", when(c.last_used_at)]);
+      rows.push([safe(c.client_id), safe(c.name), c.type, c.active ? "active" : "paused", c.origin ?? "-", when(c.last_used_at)]);
     }
     const widths = rows[0]!.map((_, i) => Math.max(...rows.map((r) => r[i]!.length)));
     for (const row of rows) print(row.map((cell, i) => cell.padEnd(widths[i]!)).join("  ").trimEnd());
@@ -91,7 +92,7 @@ export const ADMIN_RUNNERS: Record<string, AdminRunner> = {
 
   async "clients show"(flags, id, { storage, print }) {
     const client = await mustGet(storage, id!);
-    if (flags["--json"]) return print(JSON.stringify(shown(client))), 0;
+    if (flags["--json"]) return print(json(shown(client))), 0;
     const fields: [string, string][] = [
       ["client_id", client.client_id],
       ["name", client.name],
@@ -104,42 +105,42 @@ export const ADMIN_RUNNERS: Record<string, AdminRunner> = {
       ["created_at", when(client.created_at)],
       ["last_used_at", when(client.last_used_at)],
     ];
-    for (const [key, value] of fields) print(`${`${key}:`.padEnd(15)}${value}`);
+    for (const [key, value] of fields) print(`${`${key}:`.padEnd(15)}${safe(value)}`);
     return 0;
   },
 
   async "clients rotate-secret"(flags, id, { storage, registry, print }) {
     const client = await mustGet(storage, id!);
     const { client_secret: secret } = await registry(client.scopes).rotateSecret(client.client_id);
-    if (flags["--json"]) print(JSON.stringify({ client_id: client.client_id, client_secret: secret }));
+    if (flags["--json"]) print(json({ client_id: client.client_id, client_secret: secret }));
     else print(`client_secret: ${secret}\n(shown once: the old secret no longer works)`);
     return 0;
   },
 
   async "clients pause"(flags, id, { storage, print }) {
     const client = await storage.setClientActive(id!, false);
-    if (!client) throw new Error(`no client "${id}" in the store`);
-    print(flags["--json"] ? JSON.stringify(shown(client)) : `paused client "${id}": it cannot authenticate and its tokens stop working`);
+    if (!client) throw new Error(`no client "${safe(id!)}" in the store`);
+    print(flags["--json"] ? json(shown(client)) : `paused client "${safe(id!)}": it cannot authenticate and its tokens stop working`);
     return 0;
   },
 
   async "clients resume"(flags, id, { storage, print }) {
     const client = await storage.setClientActive(id!, true);
-    if (!client) throw new Error(`no client "${id}" in the store`);
-    print(flags["--json"] ? JSON.stringify(shown(client)) : `resumed client "${id}"`);
+    if (!client) throw new Error(`no client "${safe(id!)}" in the store`);
+    print(flags["--json"] ? json(shown(client)) : `resumed client "${safe(id!)}"`);
     return 0;
   },
 
   async "clients delete"(flags, id, { storage, print }) {
-    if (!(await storage.deleteClient(id!))) throw new Error(`no client "${id}" in the store`);
-    print(flags["--json"] ? JSON.stringify({ client_id: id, deleted: true }) : `deleted client "${id}" and revoked every grant and token issued to it`);
+    if (!(await storage.deleteClient(id!))) throw new Error(`no client "${safe(id!)}" in the store`);
+    print(flags["--json"] ? json({ client_id: id, deleted: true }) : `deleted client "${safe(id!)}" and revoked every grant and token issued to it`);
     return 0;
   },
 
   async "clients revoke-grants"(flags, id, { storage, print }) {
     await mustGet(storage, id!);
     const revoked = await storage.revokeClientGrants(id!);
-    print(flags["--json"] ? JSON.stringify({ client_id: id, revoked_grants: revoked }) : `revoked ${revoked} grant(s) of client "${id}" and every token issued to it`);
+    print(flags["--json"] ? json({ client_id: id, revoked_grants: revoked }) : `revoked ${revoked} grant(s) of client "${safe(id!)}" and every token issued to it`);
     return 0;
   },
 
@@ -147,13 +148,13 @@ export const ADMIN_RUNNERS: Record<string, AdminRunner> = {
     // Opening the store applied its migrations; running them again reports what is left (nothing).
     const migrate = (storage as { migrate?: () => Promise<unknown> }).migrate;
     const applied = migrate ? await migrate.call(storage) : undefined;
-    print(flags["--json"] ? JSON.stringify({ store: description, migrated: true }) : `${description}: the schema is up to date${typeof applied === "number" && applied > 0 ? ` (${applied} migration(s) applied)` : ""}`);
+    print(flags["--json"] ? json({ store: description, migrated: true }) : `${description}: the schema is up to date${typeof applied === "number" && applied > 0 ? ` (${applied} migration(s) applied)` : ""}`);
     return 0;
   },
 
   async purge(flags, _, { storage, description, print, clock }) {
     const removed = await storage.purgeExpired(clock());
-    print(flags["--json"] ? JSON.stringify({ store: description, purged: removed }) : `${description}: purged ${removed} expired record(s)`);
+    print(flags["--json"] ? json({ store: description, purged: removed }) : `${description}: purged ${removed} expired record(s)`);
     return 0;
   },
 };

@@ -13,6 +13,7 @@ import { banner, help, loadConfig, parseCommandLine, serveArgs, UsageError, VERS
 import { ADMIN_RUNNERS } from "./clients.ts";
 import type { FetchApp } from "../adapters/fetch.ts";
 import { LOOPBACK_HOSTS } from "../redirect_uri.ts";
+import { configuredSecret, SECRET_ENV, unconfiguredSecret } from "./secret.ts";
 
 /** What an entry point supplies from its runtime. */
 export interface CliRuntime {
@@ -38,6 +39,8 @@ export interface CliRuntime {
   noConnectionTimeouts?: string;
   /** Appends text to a file, creating it (the audit log). */
   appendText?(path: string, text: string): Promise<void>;
+  /** Creates a file with mode 0600 unless it exists (the key file); true when it created it. */
+  createPrivateFile?(path: string, text: string): Promise<boolean>;
 }
 
 /** The audit log of `audit_log`: JSON lines on stderr, or appended to a file in order. */
@@ -57,8 +60,7 @@ function auditLog(target: string | undefined, runtime: CliRuntime): ((event: Aud
   };
 }
 
-/** The environment variable that may carry the signing secret instead of `--secret` or the config's `secret`. */
-export const SECRET_ENV = "OAUTH2_FETCH_SERVER_SECRET";
+export { SECRET_ENV } from "./secret.ts";
 
 /**
  * Runs one command line. `serve` (the default) runs until a signal stops it. Exit codes: 0 done (and for
@@ -124,7 +126,6 @@ async function serve(flags: Flags, _: string | undefined, runtime: CliRuntime): 
   const config = await loadConfig(args.config, runtime.readText, runtime.env);
   // Flags win over the config file; the app reads them from the config.
   if (args.store !== undefined) config.store = args.store;
-  if (args.secret !== undefined) config.secret = args.secret;
   if (args.trustProxy !== undefined) config.trust_proxy = args.trustProxy;
   // Slowloris (finding 8 of issue 15): where the server cannot time out stalled connections, only a proxy can.
   // A listen address is written without brackets: `::1`, not `[::1]`.
@@ -141,15 +142,23 @@ async function serve(flags: Flags, _: string | undefined, runtime: CliRuntime): 
   try {
     envSecret = runtime.env(SECRET_ENV);
   } catch {
-    // Deno without --allow-env: no secret from the environment, the store's generated one is used.
+    // Deno without --allow-env: no secret from the environment.
   }
-  if (config.secret === undefined && envSecret !== undefined && envSecret !== "") config.secret = envSecret;
-  if (config.secret !== undefined && config.secret.length < 32) throw new Error("The signing secret must be at least 32 characters");
+  const storeUrl = config.store ?? defaultStoreUrl(args.config);
+  // The session-signing secret is never kept in the store. A shared store without one is refused at once.
+  const configured = configuredSecret({ flag: args.secret, config: config.secret, env: envSecret }, storeUrl, args.config);
   // Opened before listening: a store that cannot be opened ends the command with one line and exit code 1.
-  const store = await openStore(config.store ?? defaultStoreUrl(args.config), {
+  const store = await openStore(storeUrl, {
     ...(runtime.drivers ? { drivers: runtime.drivers } : {}),
     onError: (error) => console.error("store connection error:", error instanceof Error ? error.message : String(error)),
   });
+  let source: string;
+  try {
+    ({ secret: config.secret, source } = configured ?? await unconfiguredSecret(storeUrl, args.config, runtime));
+  } catch (error) {
+    await store.close();
+    throw error;
+  }
   // The issuer needs the port, which "--port 0" only knows after listening; requests wait for the app.
   let ready!: (app: ReferenceApp) => void;
   const app = new Promise<ReferenceApp>((resolve) => (ready = resolve));
@@ -174,9 +183,9 @@ async function serve(flags: Flags, _: string | undefined, runtime: CliRuntime): 
     await store.close();
     throw error;
   }
-  const storeLine = store.durable
+  const storeLine = (store.durable
     ? `\nstore: ${store.description}`
-    : "\nstore: memory (nothing survives a restart; --config FILE or --store URL keeps it)";
+    : "\nstore: memory (nothing survives a restart; --config FILE or --store URL keeps it)") + `\nsecret: ${source}`;
   // One write, so whoever waits for the listening line sees the recipes too.
   console.log(`listening on ${running.url}` + storeLine + banner(running.url, args.config === undefined));
   const stop = (): void => {

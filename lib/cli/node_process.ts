@@ -4,7 +4,7 @@
  *
  * @module
  */
-import { appendFile } from "node:fs/promises";
+import { appendFile, writeFile } from "node:fs/promises";
 import process from "node:process";
 import { serveNode } from "../adapters/node.ts";
 import type { CliRuntime } from "./main.ts";
@@ -23,5 +23,11 @@ export function nodeProcess(): Omit<CliRuntime, "readText" | "drivers" | "noConn
     onSignal: (signal, listener) => process.once(signal, listener),
     exit: (code) => process.exit(code),
     appendText: (path, text) => appendFile(path, text),
+    // "wx": only if absent, so two instances starting at once keep one secret; the mode applies at creation.
+    createPrivateFile: (path, text) =>
+      writeFile(path, text, { flag: "wx", mode: 0o600 }).then(() => true, (error: { code?: string }) => {
+        if (error.code === "EEXIST") return false;
+        throw error;
+      }),
   };
 }

@@ -15,7 +15,8 @@ const deno = (globalThis as unknown as {
   Deno: {
     readonly args: readonly string[];
     readTextFile(path: string): Promise<string>;
-    writeTextFile(path: string, text: string, options: { append: boolean }): Promise<void>;
+    writeTextFile(path: string, text: string, options: { append?: boolean; createNew?: boolean; mode?: number }): Promise<void>;
+    readonly errors: { readonly AlreadyExists: new () => Error };
     readonly env: { get(name: string): string | undefined };
     readonly stdin: { readonly readable: ReadableStream<Uint8Array> };
     addSignalListener(signal: "SIGINT" | "SIGTERM", handler: () => void): void;
@@ -35,4 +36,10 @@ await main({
   exit: (code) => deno.exit(code),
   noConnectionTimeouts: "Deno",
   appendText: (path, text) => deno.writeTextFile(path, text, { append: true }),
+  // createNew: only if absent, so two instances starting at once keep one secret; the mode applies at creation.
+  createPrivateFile: (path, text) =>
+    deno.writeTextFile(path, text, { createNew: true, mode: 0o600 }).then(() => true, (error: unknown) => {
+      if (error instanceof deno.errors.AlreadyExists) return false;
+      throw error;
+    }),
 });

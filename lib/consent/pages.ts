@@ -119,6 +119,15 @@ export interface ConsentPageInput {
   resources?: string[];
   /** For a client identified by a metadata document URL: the host that published it. */
   clientHost?: string;
+  /**
+   * The client registered itself (dynamic registration or a metadata document): no operator vouches for its
+   * name, so the page says so, in words next to the name.
+   */
+  unverified?: boolean;
+  /** What the client says it is (`application_type`): an app on the user's device, or a web site. */
+  applicationType?: "web" | "native";
+  /** The name of a client this server knows, which this one's name equals or resembles. */
+  resembles?: string;
   /** Warn that the answer goes to a program on this device (a loopback redirect of a self-registered client). */
   loopbackWarning?: boolean;
 }
@@ -141,11 +150,17 @@ export function consentPage(input: ConsentPageInput): ResponseParts {
   const user = escapeHtml(input.userName);
   const initial = escapeHtml((Array.from(input.userName.trim())[0] ?? "?").toUpperCase());
   const destination = escapeHtml(formActionSource(input.redirectOrigin) ?? input.redirectOrigin);
+  const unverified = input.unverified === true;
+  const kind = input.applicationType === undefined ? "" : ` · ${APPLICATION_TYPES[input.applicationType]}`;
   const main = `<div class="mark" aria-hidden="true">${ICON_SHIELD}</div>\n` +
-    `<h1><span class="strong">${client}</span> wants to access your account</h1>\n` +
-    `<p class="muted small">Client ID <code>${escapeHtml(input.clientId)}</code></p>\n` +
-    (input.clientHost === undefined ? "" : `<p class="small">This application is published by ` +
-      `<strong>${escapeHtml(input.clientHost)}</strong>.</p>\n`) +
+    `<h1><span class="strong">${client}</span>${unverified ? ` <span class="tag">unverified</span>` : ""} ` +
+    `wants to access your account</h1>\n` +
+    `<p class="muted small">Client ID <code>${escapeHtml(input.clientId)}</code>${kind}</p>\n` +
+    (input.resembles === undefined ? "" : `<p class="alert" role="alert">This is not ` +
+      `<strong>${escapeHtml(input.resembles)}</strong>: its name only looks like it. Deny unless you are sure.</p>\n`) +
+    (unverified ? `<p class="small">${client} registered itself with this server, which does not know who runs it: ` +
+      `its name is only what it calls itself.${input.clientHost === undefined ? "" : ` It is published by ` +
+        `<strong>${escapeHtml(input.clientHost)}</strong>.`}</p>\n` : "") +
     `<div class="account"><span class="avatar" aria-hidden="true">${initial}</span>` +
     `<span><span class="muted small block">Signed in as</span><strong>${user}</strong></span></div>\n` +
     `<h2>This will allow ${client} to:</h2>\n` +
@@ -167,6 +182,8 @@ export function consentPage(input: ConsentPageInput): ResponseParts {
     `<p class="note">Either way, you will be sent back to <strong>${destination}</strong>.</p>`;
   return htmlPage(200, { title: `Authorize ${input.clientName}`, main }, { formAction: [input.redirectOrigin] });
 }
+
+const APPLICATION_TYPES = { native: "an app on your device", web: "a web application" } as const;
 
 /**
  * The page for an authorization request that must not be redirected (RFC 6749 §4.1.2.1): an unknown client or
@@ -285,4 +302,7 @@ const CSS = [
   `.alert{padding:.75rem 1rem;color:var(--alert);background:var(--alert-bg);border:1px solid var(--alert-line);` +
   `border-radius:.5rem;font-size:.9375rem}`,
   `.note{margin:1.25rem 0 0;color:var(--muted);font-size:.875rem;text-align:center}`,
+  // The word says it; the colour only repeats it.
+  `.tag{display:inline-block;padding:0 .5rem;border:1px solid var(--alert-line);border-radius:1rem;` +
+  `background:var(--alert-bg);color:var(--alert);font-size:.75rem;font-weight:600;vertical-align:middle}`,
 ].join("\n");

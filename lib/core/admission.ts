@@ -11,7 +11,9 @@ import { ConfigurationError } from "../errors.ts";
 import { randomToken } from "../crypto.ts";
 import { sha256 } from "../sha256.ts";
 import { checkRedirectUriValue } from "../registration_rules.ts";
+import { applicationTypeProblem, impliedApplicationType } from "./application_type.ts";
 import type { ClientOrigin, ClientRecord } from "../storage/types.ts";
+import { reservedNames, unsafeNameCharacter } from "./names.ts";
 import type { AuthMethodTraits, GrantTraits } from "./traits.ts";
 
 /** A client as a path proposes it, before the rules. Wire names as in RFC 7591 where there is one. */
@@ -75,6 +77,16 @@ export interface ClientAdmission {
   readonly grants: ReadonlyMap<string, GrantTraits>;
   /** The enabled client-authentication methods, by name. */
   readonly methods: ReadonlyMap<string, AuthMethodTraits>;
+  /**
+   * The name of a client an operator stands behind (config file, command line, library) that `name` equals or
+   * confusably resembles, or undefined: the consent page warns about a document client whose name does.
+   */
+  resembles(name: string): string | undefined;
+  /**
+   * Learns the names of the operator's clients from the store, at most every few minutes (clients the command
+   * line added in another process); the door learns the ones it admits itself at once.
+   */
+  learnNames(load: () => Promise<readonly ClientRecord[]>, now: number): Promise<void>;
 }
 
 /** A refused client: `field` is the draft field at fault (`redirect_uris`, `grant_types`, `scope`, …). */
@@ -94,6 +106,12 @@ export class AdmissionError extends ConfigurationError {
 
 // RFC 6749 Appendix A.1: client_id = *VSCHAR (0x20-0x7E).
 const CLIENT_ID = /^[\x20-\x7e]{1,255}$/;
+/** Longest name a client may give itself (a consent page heading, a terminal column). */
+const MAX_SELF_NAME = 200;
+/** How often the operator's client names are read again from the store. */
+const LEARN_INTERVAL_MS = 300_000;
+/** Origins whose clients speak for themselves: no operator stands behind their metadata. */
+const SELF_REGISTERED: readonly (ClientOrigin | undefined)[] = ["registration", "document"];
 
 /** What the door is built from: the server's scopes and policy, enabled grants and methods, feature rules. */
 export interface AdmissionOptions {
@@ -107,9 +125,24 @@ export interface AdmissionOptions {
 /** Builds the door of one server. */
 export function clientAdmission(options: AdmissionOptions): ClientAdmission {
   const { scopes, grants, methods, rules, clock } = options;
+  const reserved = reservedNames();
+  let learnedAt = -Infinity;
   return {
     grants,
     methods,
+    resembles: (name) => reserved.resembled(name),
+    async learnNames(load, now) {
+      if (now - learnedAt < LEARN_INTERVAL_MS) return;
+      learnedAt = now;
+      let clients: readonly ClientRecord[];
+      try {
+        clients = await load();
+      } catch {
+        // Best effort: the names learned so far still hold, and the store's failure shows where it matters.
+        return;
+      }
+      for (const client of clients) if (!SELF_REGISTERED.includes(client.origin)) reserved.add(client.name);
+    },
     admit(proposed, { origin, authorized = origin !== "registration" && origin !== "document", relaxHttp = false }) {
       if (typeof proposed !== "object" || proposed === null) throw new AdmissionError("client", "the registration must be an object");
       const draft = proposed;
@@ -121,6 +154,14 @@ export function clientAdmission(options: AdmissionOptions): ClientAdmission {
         fail("client_id", `"client_id" must be 1-255 visible ASCII characters or spaces: "${String(clientId)}"`);
       }
       if (typeof draft.name !== "string" || draft.name.trim() === "") fail("name", `"name" is required for client "${clientId}"`);
+      const unsafe = unsafeNameCharacter(draft.name);
+      if (unsafe !== null) fail("name", `the name of client "${clientId}" is refused: ${unsafe}`);
+      const self = SELF_REGISTERED.includes(origin);
+      if (self && draft.name.length > MAX_SELF_NAME) fail("name", `the name of client "${clientId}" is longer than ${MAX_SELF_NAME} characters`);
+      // A registered client that takes an operator's client's name would get that client's consent page. A
+      // document's name is the document's: it is admitted, and its consent page says whom it resembles.
+      const resembled = origin === "registration" ? reserved.resembled(draft.name) : undefined;
+      if (resembled !== undefined) fail("name", `the name "${draft.name}" is too close to that of a client this server knows ("${resembled}")`);
       if (draft.type !== "public" && draft.type !== "confidential") {
         fail("type", `"type" must be "public" or "confidential" for client "${clientId}"`);
       }
@@ -178,8 +219,18 @@ export function clientAdmission(options: AdmissionOptions): ClientAdmission {
       if (draft.default_scope !== undefined) client.default_scope = draft.default_scope;
       if (draft.introspection !== undefined) client.introspection = draft.introspection;
       if (origin !== undefined) client.origin = origin;
-      if (draft.metadata !== undefined && Object.keys(draft.metadata).length > 0) client.metadata = { ...draft.metadata };
+      const metadata = { ...draft.metadata };
+      // OpenID DCR §2 / MCP 2026-07-28 (SEP-837): the redirect URIs must fit the application type; one that
+      // names none gets the type its redirect URIs imply (lib/features/registration.md says why).
+      if (metadata.application_type !== undefined) {
+        const problem = applicationTypeProblem(metadata.application_type, redirectUris, relaxHttp);
+        if (problem !== null) fail("redirect_uris", `client "${clientId}": ${problem}`);
+      } else if (self) {
+        metadata.application_type = impliedApplicationType(redirectUris);
+      }
+      if (Object.keys(metadata).length > 0) client.metadata = metadata;
       for (const rule of rules) rule(client, { origin, authorized, grants });
+      if (!self) reserved.add(client.name);
       return secret === undefined ? { client } : { client, client_secret: secret };
     },
   };

@@ -7,6 +7,7 @@
  * @module
  */
 import { consentPage } from "../consent/pages.ts";
+import { clientStanding } from "../consent/standing.ts";
 import { CSRF_TTL, csrfToken, verifyCsrfToken } from "../consent/csrf.ts";
 import { defineEndpoint, type Endpoint } from "../core/endpoint.ts";
 import type { Exchange } from "../core/exchange.ts";
@@ -22,7 +23,7 @@ import { requestedResource, resourceIndicators } from "../features/resource_indi
 import { printable, queryOf, readParams, type ResponseParts } from "../http.ts";
 import { CODE_CHALLENGE } from "../pkce.ts";
 import { parsePrompt, type PromptValue } from "../prompt.ts";
-import { isLoopbackUri, redirectUriMatches } from "../redirect_uri.ts";
+import { redirectUriMatches } from "../redirect_uri.ts";
 import { OFFLINE_ACCESS, requestedScope } from "../scope.ts";
 import { sha256 } from "../sha256.ts";
 import type { ClientRecord } from "../storage/types.ts";
@@ -109,9 +110,9 @@ async function authorize(exchange: Exchange, context: AuthorizeView): Promise<Re
       redirectOrigin: redirect_uri,
       // Stryker disable next-line ConditionalExpression: `false` passes `resources: undefined` when none was asked for, which the page renders as no list (equivalent); `true` hides the list, killed by test/authorize_edges.test.ts
       ...(authorization.resource === undefined ? {} : { resources: authorization.resource }),
-      // A self-registered client's name proves nothing: show where its id lives and where the answer goes.
-      ...(client.origin === "document" ? { clientHost: new URL(client.client_id).host } : {}),
-      loopbackWarning: (client.origin === "document" || client.origin === "registration") && isLoopbackUri(redirect_uri),
+      // A self-registered client's name proves nothing: marked unverified, with where its id lives and where
+      // the answer goes.
+      ...clientStanding(client, redirect_uri, context.admission),
     });
   }
   const csrf = form!.get("csrf");
@@ -178,7 +179,8 @@ async function issueCode(
 }
 
 /** Validates the query of an authorization request; throws an error page or an error redirect. */
-async function validateRequest({ target }: Exchange, context: AuthorizeView): Promise<AuthorizationRequest> {
+async function validateRequest(exchange: Exchange, context: AuthorizeView): Promise<AuthorizationRequest> {
+  const { target } = exchange;
   const { params, repeated } = readParams(queryOf(target), context.formLimits);
   const page = (description: string) => new OAuthError("invalid_request", { description });
 
@@ -193,7 +195,7 @@ async function validateRequest({ target }: Exchange, context: AuthorizeView): Pr
   }
   const clientId = params.get("client_id");
   if (clientId === undefined) throw page("The client_id parameter is missing");
-  const client = await findClient(clientId, context.features.client_metadata_documents, context);
+  const client = await findClient(clientId, context.features.client_metadata_documents, context, exchange);
   if (!client || !client.active) throw page("The application asking for access is not registered or is paused");
   const redirectUri = params.get("redirect_uri");
   if (redirectUri === undefined) throw page("The redirect_uri parameter is missing");

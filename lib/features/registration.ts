@@ -4,7 +4,7 @@
  *
  * @module
  */
-import { AdmissionError, type ClientDraft } from "../core/admission.ts";
+import { AdmissionError, type AdmissionRule, type ClientDraft } from "../core/admission.ts";
 import { defineEndpoint } from "../core/endpoint.ts";
 import { defineFeature, type Feature } from "../core/feature.ts";
 import { presentedToken } from "../bearer.ts";
@@ -12,8 +12,8 @@ import { timingSafeEqual } from "../crypto.ts";
 import { OAuthError } from "../errors.ts";
 import { jsonResponse, readText } from "../http.ts";
 import { sha256 } from "../sha256.ts";
-import type { Storage } from "../storage/types.ts";
 import { memoryThrottle, type Throttle } from "../throttle.ts";
+import { REAP_INTERVAL_MS, removeUnusedClients } from "./unused_clients.ts";
 
 /** Options of dynamic registration (`registration` of the server). */
 export interface RegistrationOptions {
@@ -47,7 +47,6 @@ export interface Registration {
 
 /** Metadata stored and echoed as given, when they are strings (RFC 7591 §2). */
 const ECHOED_STRINGS = ["client_uri", "logo_uri", "tos_uri", "policy_uri", "software_id", "software_version"];
-const REAP_INTERVAL_MS = 3600_000;
 /** The secret-proving methods a registration may ask for; `none` makes a public client. */
 const REGISTRABLE_METHODS = ["client_secret_basic", "client_secret_post", "none"];
 
@@ -92,12 +91,12 @@ export function registrationDraft(body: unknown, scopes: ReadonlyMap<string, str
   }
   const redirectUris = m.redirect_uris ?? [];
   if (!Array.isArray(redirectUris)) throw new OAuthError("invalid_redirect_uri", { description: "redirect_uris must be a list" });
-  let asked = [...scopes.keys()];
-  if (m.scope !== undefined) {
-    if (!isString(m.scope)) throw metadataError("scope must be a space-delimited string");
-    asked = m.scope.split(" ");
-    if (!asked.every((s) => scopes.has(s))) throw metadataError("scope names an unknown scope");
-  }
+  // A client that names no scope gets the server's default scope, never every scope: "admin" is not a default.
+  const requested = m.scope ?? defaultScope;
+  if (requested === undefined) throw metadataError("scope is required: this server has no default scope");
+  if (!isString(requested)) throw metadataError("scope must be a space-delimited string");
+  const asked = requested.split(" ");
+  if (!asked.every((s) => scopes.has(s))) throw metadataError("scope names an unknown scope");
   if (m.client_name !== undefined && !isString(m.client_name)) throw metadataError("client_name must be a string");
   if (isString(m.client_name) && m.client_name.length > 200) throw metadataError("client_name is too long");
   for (const name of ECHOED_STRINGS) {
@@ -129,23 +128,19 @@ export function registrationDraft(body: unknown, scopes: ReadonlyMap<string, str
 }
 
 /**
- * Removes registered (and document) clients that have no live grant and have been unused for `maxIdleMs`.
- * A client that never received a token has no grant, so it goes `maxIdleMs` after its creation (most of the
- * clients hosts register and abandon). One that did may still hold a live refresh token until
- * `grantLifetimeMs` after its last use, so it stays at least that long. Deleting a client revokes its grants.
- * Returns how many were removed.
+ * Open registration admits only grants a user approves each time (the code flow, and refresh of what a user
+ * approved): a stranger's POST must not mint a client that gets tokens with no user or operator involved
+ * (client_credentials, and any machine grant a feature adds). The initial access token, or an operator's
+ * tool, may register those.
  */
-export async function removeUnusedClients(storage: Storage, now: number, maxIdleMs: number, grantLifetimeMs: number): Promise<number> {
-  let removed = 0;
-  for (const client of await storage.listClients()) {
-    if (client.origin !== "registration" && client.origin !== "document") continue;
-    const idle = client.last_used_at === undefined
-      ? now - client.created_at >= maxIdleMs
-      : now - client.last_used_at >= Math.max(maxIdleMs, grantLifetimeMs);
-    if (idle && await storage.deleteClient(client.client_id)) removed++;
+export const userApprovedGrantsOnly: AdmissionRule = (client, { origin, authorized, grants }) => {
+  if (origin !== "registration" || authorized) return;
+  for (const name of client.grant_types) {
+    if (grants.get(name)?.userApproved !== true) {
+      throw new AdmissionError("grant_types", `open registration admits only grants a user approves: "${name}" needs the initial access token or an operator`);
+    }
   }
-  return removed;
-}
+};
 
 const registerEndpoint = (state: Registration) =>
   defineEndpoint({
@@ -179,6 +174,7 @@ const registerEndpoint = (state: Registration) =>
           throw new OAuthError("invalid_client_metadata", { description: "The body is not valid JSON" });
         }
         const { draft, responseTypes } = registrationDraft(body, core.scopes, core.defaultScope);
+        await core.admission.learnNames(() => core.storage.listClients(), now);
         let admitted;
         try {
           admitted = core.admission.admit(draft, { origin: "registration", authorized: state.initialAccessToken !== undefined });
@@ -197,7 +193,7 @@ const registerEndpoint = (state: Registration) =>
         if (state.removeUnusedAfterMs !== undefined && now - state.lastReap >= REAP_INTERVAL_MS) {
           state.lastReap = now;
           try {
-            await removeUnusedClients(core.storage, now, state.removeUnusedAfterMs, core.refreshTokenTtl);
+            await removeUnusedClients(core.storage, now, { origin: "registration", maxIdleMs: state.removeUnusedAfterMs, grantLifetimeMs: core.refreshTokenTtl });
           } catch (error) {
             // The registration itself succeeded; a failed clean-up is retried at the next interval.
             core.onError(error, { endpoint: "register", method: "POST", path: "/register" });
@@ -260,5 +256,6 @@ export const registration: Feature<"registration", Registration | null, Registra
     };
   },
   endpoints: (state) => [registerEndpoint(state)],
+  admission: () => userApprovedGrantsOnly,
   metadata: (_, { url }) => ({ registration_endpoint: url("register") }),
 });

@@ -23,7 +23,7 @@ import type { Storage } from "../storage/types.ts";
 import { configClient, type ConfigUser, DEMO_CONFIG, libraryOptions, type ReferenceConfig } from "./config.ts";
 import { connectedApps } from "./connected_apps.ts";
 import { createMetrics } from "./metrics.ts";
-import { observe } from "./observe.ts";
+import { observe, watchEvents } from "./observe.ts";
 import { verifyPassword } from "./passwords.ts";
 
 /** Options of {@link createReferenceApp}. */
@@ -32,12 +32,13 @@ export interface ReferenceAppOptions {
   issuer: string;
   /** Users, scopes and clients; default {@link DEMO_CONFIG}. */
   config?: ReferenceConfig;
-  /** Where clients, codes, tokens and the generated secret live. Default: a new memory store. */
+  /** Where clients, codes, tokens and grants live. Default: a new memory store. */
   storage?: Storage;
   /**
    * Signing secret of login sessions and CSRF tokens (at least 32 characters). Default: `config.secret`, else
-   * one generated at the first start and kept in the store, so that restarts and other instances on the same
-   * store keep users signed in.
+   * one generated for this app alone. Never kept in the store: whoever can read a store must not be able to
+   * forge a session from it. Instances that share a store share this secret through their configuration
+   * (the command line reads it from `--secret`, `OAUTH2_FETCH_SERVER_SECRET` or a key file; see secrets.md).
    */
   secret?: string;
   /** How often expired records are purged from the store, in ms; 0 never. Default 60 000. */
@@ -62,9 +63,6 @@ export interface ReferenceApp {
   /** Stops the periodic purge; the store itself belongs to the caller. */
   close(): void;
 }
-
-/** The setting under which a generated signing secret is shared by every instance on one store. */
-const SECRET_SETTING = "reference.signing_secret";
 
 const REPORTS = [
   { id: "weekly-visits", title: "Weekly visits", visits: 18_204 },
@@ -92,9 +90,7 @@ export async function createReferenceApp(options: ReferenceAppOptions): Promise<
   const clock = options.clock ?? Date.now;
   const users = await hashUsers(config.users, options.passwordIterations ?? 100_000);
   const storage = options.storage ?? memoryStorage({ clock });
-  const secret = options.secret ?? config.secret ??
-    // Whoever starts first generates it; every later start and every other instance reads the same one.
-    await storage.initSetting(SECRET_SETTING, base64url(crypto.getRandomValues(new Uint8Array(32))));
+  const secret = options.secret ?? config.secret ?? base64url(crypto.getRandomValues(new Uint8Array(32)));
   const login = passwordLogin({
     verify: (username, password) => users.verify(username, password),
     secret: sha256(`login-session\u0000${secret}`),
@@ -106,6 +102,9 @@ export async function createReferenceApp(options: ReferenceAppOptions): Promise<
       isMarked: (key, now) => server.storage.isMarked(key, now),
     },
   });
+  const metrics = config.metrics?.enabled === true ? createMetrics() : undefined;
+  // Refused client metadata documents: counted, and logged at most once a minute, never with a stack.
+  const watched = watchEvents({ log: options.log, metrics, clock });
   const fromFile = libraryOptions(config);
   if (options.fetchDocument !== undefined && fromFile.clientMetadataDocuments !== undefined) {
     fromFile.clientMetadataDocuments = { ...fromFile.clientMetadataDocuments, fetch: options.fetchDocument };
@@ -121,7 +120,10 @@ export async function createReferenceApp(options: ReferenceAppOptions): Promise<
     // One key per use, derived from the shared secret: a CSRF token can never pass for a session, or back.
     secret: sha256(`csrf\u0000${secret}`),
     ...(options.onError ? { onError: options.onError } : {}),
-    ...(options.onEvent ? { onEvent: options.onEvent } : {}),
+    onEvent: (event) => {
+      watched(event);
+      options.onEvent?.(event);
+    },
     ...(config.body_timeout_seconds === undefined ? {} : { limits: { bodyTimeout: config.body_timeout_seconds * 1000 } }),
     authenticateUser: login,
   });
@@ -174,7 +176,7 @@ export async function createReferenceApp(options: ReferenceAppOptions): Promise<
   // The request log, /healthz, /readyz, and /metrics when the config enables it (never public by accident).
   const observed = observe(route, {
     log: options.log,
-    metrics: config.metrics?.enabled === true ? createMetrics() : undefined,
+    metrics,
     ready: () => server.storage.getClient("readyz-probe"),
     basePath: new URL(server.issuer).pathname.replace(/\/$/, ""),
   });

@@ -69,7 +69,7 @@ export interface ReferenceConfig {
   /** Space-delimited scope for clients that register themselves. */
   default_scope?: string;
   resources?: string[];
-  client_metadata_documents?: { enabled?: boolean; allow_origins?: string[] };
+  client_metadata_documents?: { enabled?: boolean; allow_origins?: string[]; max_per_hour?: number; remove_unused_after_days?: number };
   registration?: { enabled?: boolean; initial_access_token?: string; remove_unused_after_days?: number; max_per_hour?: number };
   /** Lifetimes in seconds. */
   lifetimes?: { access_token?: number; authorization_code?: number; refresh_token?: number };

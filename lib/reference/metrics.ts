@@ -8,6 +8,9 @@
 /** Upper bounds of the latency histogram, in seconds. */
 export const LATENCY_BUCKETS: readonly number[] = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5];
 
+/** The reasons of `client.document_refused` (anything else is counted as `other`). */
+const DOCUMENT_REASONS: readonly string[] = ["status", "too_large", "timeout", "network", "redirect", "private_host", "refused", "invalid", "throttled"];
+
 /** Counters and one histogram, rendered by {@link Metrics.render}. */
 export interface Metrics {
   /** One finished request. */
@@ -15,6 +18,8 @@ export interface Metrics {
   tokenIssued(grantType: string): void;
   throttled(endpoint: string): void;
   storeError(): void;
+  /** A client metadata document refused or unreachable, by its one-word reason (audit event `client.document_refused`). */
+  documentRefused(reason: string): void;
   /** The `/metrics` body. */
   render(): string;
 }
@@ -25,6 +30,7 @@ export function createMetrics(): Metrics {
   const tokens = new Map<string, number>();
   const throttled = new Map<string, number>();
   const histograms = new Map<string, { buckets: number[]; sum: number; count: number }>();
+  const refusedDocuments = new Map<string, number>();
   let storeErrors = 0;
   const bump = (map: Map<string, number>, key: string) => map.set(key, (map.get(key) ?? 0) + 1);
   const label = (value: string) => value.replace(/[\\"\n]/g, (c) => (c === "\n" ? "\\n" : `\\${c}`));
@@ -43,6 +49,8 @@ export function createMetrics(): Metrics {
     tokenIssued: (grantType) => void bump(tokens, `grant_type="${label(grantType)}"`),
     throttled: (endpoint) => void bump(throttled, `endpoint="${label(endpoint)}"`),
     storeError: () => void storeErrors++,
+    // A closed list of reasons: a label value never comes from a stranger.
+    documentRefused: (reason) => void bump(refusedDocuments, `reason="${DOCUMENT_REASONS.includes(reason) ? reason : "other"}"`),
     render() {
       const lines: string[] = [];
       const counter = (name: string, help: string, values: Map<string, number>) => {
@@ -59,6 +67,7 @@ export function createMetrics(): Metrics {
       }
       counter("oauth2_tokens_issued_total", "Access tokens issued by grant type.", tokens);
       counter("oauth2_throttled_requests_total", "Requests refused with 429 (throttling) by endpoint.", throttled);
+      counter("oauth2_client_metadata_documents_refused_total", "Client metadata documents refused or unreachable, by reason.", refusedDocuments);
       lines.push("# HELP oauth2_store_errors_total Requests answered 500 or 503 because the store failed or timed out.");
       lines.push("# TYPE oauth2_store_errors_total counter", `oauth2_store_errors_total ${storeErrors}`);
       return lines.join("\n") + "\n";

@@ -8,6 +8,7 @@
  * @module
  */
 import { jsonResponse, LAZY, MATERIALIZE, pathOf, queryOf, respond, type ResponseParts, standIn, targetOf } from "../http.ts";
+import type { AuditEvent } from "../audit.ts";
 import type { Metrics } from "./metrics.ts";
 
 /** Options of {@link observe}. */
@@ -205,4 +206,43 @@ async function deadline(promise: Promise<unknown>, ms: number): Promise<boolean>
   } finally {
     clearTimeout(timer);
   }
+}
+
+/** How often, at most, the log says that client metadata documents were refused. */
+const NOTICE_INTERVAL_MS = 60_000;
+
+/**
+ * The audit events an operator watches without an audit log: a refused or unreachable client metadata document
+ * is a stranger's mistake (or a flood), so it is counted in the metrics and logged as at most one line a minute,
+ * saying how many there were, with the host of the last one and never a stack trace or a URL path.
+ */
+export function watchEvents(
+  options: { log?: ((line: string) => void) | undefined; metrics?: Metrics | undefined; clock?: () => number },
+): (event: AuditEvent) => void {
+  const clock = options.clock ?? Date.now;
+  let lastLine = -Infinity;
+  let unlogged = 0;
+  return (event) => {
+    if (event.type !== "client.document_refused") return;
+    options.metrics?.documentRefused(event.reason ?? "other");
+    if (options.log === undefined) return;
+    unlogged++;
+    const now = clock();
+    if (now - lastLine < NOTICE_INTERVAL_MS) return;
+    lastLine = now;
+    let host = "?";
+    try {
+      host = printable(new URL(event.client_id ?? "").host, 256);
+    } catch {
+      // Not a URL: the host stays unknown.
+    }
+    options.log(JSON.stringify({
+      time: new Date(now).toISOString(),
+      event: "client.document_refused",
+      count: unlogged,
+      reason: printable(event.reason ?? "other", 32),
+      host,
+    }));
+    unlogged = 0;
+  };
 }

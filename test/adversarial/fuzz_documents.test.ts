@@ -26,10 +26,11 @@ const NEVER_FETCHED = [
 
 /** What the document server answers; `valid` ones must work, `invalid` ones must be refused, others either. */
 const ANSWERS = {
-  valid: ["ok", "extra-grant", "max-age-0"],
+  valid: ["ok", "extra-grant", "max-age-0", "lookalike-name", "native-type", "gzip-small"],
   invalid: [
     "other-client-id", "trailing-slash-id", "javascript-uri", "no-redirect-uris", "secret-method", "client-secret",
     "private-jwk", "not-json", "array", "huge", "redirect", "not-found", "server-error", "throws", "hangs",
+    "escape-name", "bidi-name", "web-with-loopback", "bad-type", "gzip-bomb",
   ],
   either: ["evil-http-uri", "text-html", "empty-name"],
 } as const;
@@ -37,6 +38,12 @@ type Answer = (typeof ANSWERS)[keyof typeof ANSWERS][number];
 const ALL_ANSWERS: Answer[] = [...ANSWERS.valid, ...ANSWERS.invalid, ...ANSWERS.either];
 
 const LISTED = ["http://127.0.0.1/callback", "https://host.example/cb"];
+
+/** A body compressed as a server sends it, for a fetch that decodes (as the runtimes' own do). */
+async function encoded(text: string, encoding: CompressionFormat): Promise<Response> {
+  const body = new Blob([text]).stream().pipeThrough(new CompressionStream(encoding));
+  return new Response(body.pipeThrough(new DecompressionStream(encoding)), { headers: { "content-type": "application/json" } });
+}
 
 function documentFor(clientId: string, answer: Answer): { response: () => Promise<Response>; redirectUris: string[] } {
   const doc: Record<string, unknown> = {
@@ -65,6 +72,15 @@ function documentFor(clientId: string, answer: Answer): { response: () => Promis
     case "evil-http-uri": doc.redirect_uris = [...LISTED, "http://evil.example/cb"]; break;
     case "text-html": return { response: async () => new Response(JSON.stringify(doc), { headers: { "content-type": "text/html" } }), redirectUris: LISTED };
     case "empty-name": doc.client_name = ""; break;
+    // The names and types the one door rules on, and bodies whose encoding would hide their size.
+    case "lookalike-name": doc.client_name = "C\u043emmand line"; break;
+    case "escape-name": doc.client_name = "Doc\u001b[2K\u001b]0;owned\u0007"; break;
+    case "bidi-name": doc.client_name = "Doc\u202egnp.exe"; break;
+    case "native-type": doc.application_type = "native"; break;
+    case "web-with-loopback": doc.application_type = "web"; break;
+    case "bad-type": doc.application_type = "desktop"; break;
+    case "gzip-small": return { response: async () => encoded(JSON.stringify(doc), "gzip"), redirectUris: LISTED };
+    case "gzip-bomb": return { response: async () => encoded(JSON.stringify(doc) + " ".repeat(4 << 20), "gzip"), redirectUris: [] };
   }
   return { response: json(doc), redirectUris: doc.redirect_uris as string[] };
 }
@@ -77,6 +93,8 @@ test("a client_id URL: only its own document is fetched, and only a valid one le
     clientMetadataDocuments: {
       enabled: true,
       timeout: 50,
+      // Every run names a new URL from one address: the ceiling is the subject of its own test.
+      maxPerHour: 1_000_000,
       fetch: (request) => {
         fetched.push(request);
         return current!.served.response();
@@ -129,6 +147,9 @@ test("a client_id URL: only its own document is fetched, and only a valid one le
     if (valid && listed && !consent) problems.push(`no consent page for a valid document: ${seen.status} ${seen.body.slice(0, 160)}`);
     if (consent) {
       tally.consent++;
+      // A document's client registered itself: the page says so, and says whom a look-alike is not.
+      if (!seen.body.includes('<span class="tag">unverified</span>')) problems.push("a document client's consent page without the unverified mark");
+      if (i.answer === "lookalike-name" && !seen.body.includes("This is not <strong>Command line</strong>")) problems.push("a look-alike name without the warning");
       if (i.approve) {
         const allowed = await server.fetch(new Request(url, {
           method: "POST", headers: { "content-type": "application/x-www-form-urlencoded", "x-test-user": "alice" },

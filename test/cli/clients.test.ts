@@ -142,3 +142,39 @@ test("the same commands on Deno and Bun, on one SQLite file: Deno adds, Bun list
   expect(run("node_modules/.bin/bun", ["lib/cli/serve_bun.ts", "clients", "list", "--config", config])).toMatch(/^from-deno\s+From Deno\s+confidential\s+active\s+cli/m);
   expect(json("clients", "show", "from-deno", "--config", config).name).toBe("From Deno");
 }, 90_000);
+
+test("names with terminal escapes: refused by clients add; escaped by list and show on Node, Deno and Bun, JSON still valid", async () => {
+  const hostile = "Evil\u001b[2K\u001b[1A\u001b]0;owned\u0007 \u009b31m \u202egnp.exe\u2028";
+  const refused = cli("clients", "add", "--config", config, "--name", hostile, "--scope", "read");
+  expect(refused.code).toBe(1);
+  expect(refused.stderr).toContain("U+001B");
+  // As a registration before this rule, or another tool writing the store, would have left it.
+  const { openStore } = await import("../../lib/reference/store.ts");
+  const { nodeDrivers } = await import("../../lib/cli/drivers.ts");
+  const store = await openStore(`sqlite:${join(dir, "app.sqlite")}`, { drivers: nodeDrivers });
+  await store.storage.saveClient({
+    client_id: "evil\u001b[2K", name: hostile, type: "public", redirect_uris: ["http://127.0.0.1/\u202ecb"], scopes: ["read"],
+    grant_types: ["authorization_code"], client_credentials_refresh_token: false, active: true, created_at: Date.now(), origin: "registration",
+  });
+  await store.close();
+  const RAW = /[\u0000-\u0008\u000b-\u001f\u007f-\u009f\u2028\u2029\u202a-\u202e\u2066-\u2069]/;
+  const runtimes: [string, string[]][] = [
+    [process.execPath, ["--import", "tsx", "lib/cli/serve.ts"]],
+    ["node_modules/.bin/deno", ["run", "--allow-net", "--allow-read", "--allow-write", "--allow-env", "--allow-ffi", "lib/cli/serve_deno.ts"]],
+    ["node_modules/.bin/bun", ["lib/cli/serve_bun.ts"]],
+  ];
+  for (const [command, args] of runtimes) {
+    const run = (...rest: string[]) => {
+      const result = spawnSync(command, [...args, ...rest, "--config", config], { encoding: "utf8", timeout: 60_000, env: { ...process.env, NO_COLOR: "1" } });
+      expect(result.status, result.stderr).toBe(0);
+      return result.stdout;
+    };
+    for (const output of [run("clients", "list"), run("clients", "show", "evil\u001b[2K"), run("clients", "list", "--json"), run("clients", "show", "evil\u001b[2K", "--json")]) {
+      expect(output, `${command}: ${JSON.stringify(output)}`).not.toMatch(RAW);
+    }
+    expect(run("clients", "list")).toContain("Evil\\x1b[2K\\x1b[1A\\x1b]0;owned\\x07 \\x9b31m \\u202egnp.exe\\u2028");
+    expect(run("clients", "show", "evil\u001b[2K")).toContain("http://127.0.0.1/\\u202ecb");
+    const shown = JSON.parse(run("clients", "show", "evil\u001b[2K", "--json"));
+    expect([shown.client_id, shown.name]).toEqual(["evil\u001b[2K", hostile]);
+  }
+}, 120_000);

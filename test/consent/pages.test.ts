@@ -204,3 +204,25 @@ describe("loginPage", () => {
     expect(body).toContain("&lt;script&gt;alert(&quot;x&quot;)");
   });
 });
+
+describe("consentPage: a client's standing", () => {
+  it("marks an unverified client in words next to its name, and explains it", () => {
+    const body = String(consent({ unverified: true }).body);
+    expect(body).toMatch(/<h1><span class="strong">Photo Printer<\/span> <span class="tag">unverified<\/span> wants to access/);
+    expect(body).toContain("registered itself with this server, which does not know who runs it");
+    expect(String(consent().body)).not.toContain("unverified");
+  });
+
+  it("says whose name a look-alike resembles, escaped, as an alert", () => {
+    const body = String(consent({ unverified: true, resembles: HOSTILE }).body);
+    expect(body).toContain(`<p class="alert" role="alert">This is not <strong>${escapeHtml(HOSTILE)}</strong>`);
+    expect(body).not.toContain("<script>");
+  });
+
+  it("names the application type and the publishing host", () => {
+    const body = String(consent({ unverified: true, applicationType: "native", clientHost: "app.example.com" }).body);
+    expect(body).toContain("an app on your device");
+    expect(body).toContain("It is published by <strong>app.example.com</strong>.");
+    expect(String(consent({ applicationType: "web" }).body)).toContain("a web application");
+  });
+});

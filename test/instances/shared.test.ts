@@ -14,6 +14,8 @@ const WORKER_SECRET = "worker-secret-0123456789abcdef";
 /** The usual users and scopes, a public SPA, and a client whose client_credentials tokens come with a refresh token. */
 function configFile(): string {
   return writeConfig({
+    // Instances on one shared store sign sessions with one configured secret (the server refuses to start without).
+    secret: "shared-session-secret-0123456789abcdef",
     clients: [
       { client_id: "spa", name: "SPA", redirect_uris: [REDIRECT], scopes: ["read"], grant_types: ["authorization_code", "refresh_token"] },
       {

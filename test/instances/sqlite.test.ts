@@ -52,7 +52,7 @@ test("with a config file and no store, tokens, clients and sessions live in a SQ
   const paused = await token(second.url, { grant_type: "client_credentials", client_id: "web", client_secret: SECRETS.web, scope: "read" });
   expect(paused.status).toBe(401);
 
-  // Signed in before the restart, still signed in after it: the session secret was kept in the store.
+  // Signed in before the restart, still signed in after it: the session secret was kept in the key file beside the config.
   browser.base = second.url;
   const page = await (await browser.request(`/index.php?${new URLSearchParams({ module: "OAuth2", action: "authorize", response_type: "code", client_id: "spa", redirect_uri: REDIRECT, scope: "read", state: "s", code_challenge: "E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM", code_challenge_method: "S256" })}`)).text();
   expect(page).toContain('name="decision"');
@@ -74,7 +74,7 @@ test("a client removed from the config file is deleted at the next start, with i
   expect(await apiStatus(second.url, backend.body.access_token as string)).toBe(401);
 }, 60_000);
 
-test("two servers on one SQLite file share one generated secret: a login at one is a login at the other", async () => {
+test("two servers on one SQLite file share one generated key file: a login at one is a login at the other", async () => {
   const file = writeConfig();
   const a = await startInstance(file);
   const b = await startInstance(file);

@@ -122,3 +122,39 @@ describe("metrics", () => {
     expect(text).not.toContain(SECRET);
   });
 });
+
+describe("refused client metadata documents", () => {
+  test("31 requests naming missing documents: counted by reason in /metrics, one log line a minute, no error report", async () => {
+    const lines: string[] = [];
+    const errors: unknown[] = [];
+    let now = Date.now();
+    const built = await createReferenceApp({
+      issuer: ISSUER,
+      clock: () => now,
+      config: { ...structuredClone(DEMO_CONFIG), metrics: { enabled: true }, client_metadata_documents: { enabled: true } },
+      passwordIterations: 1000,
+      log: (line) => lines.push(line),
+      onError: (error) => errors.push(error),
+      fetchDocument: async () => new Response("not found", { status: 404 }),
+    });
+    for (let i = 0; i < 31; i++) {
+      if (i === 30) now += 61_000; // a minute later: one more line, with the count of what it held back
+      const url = `${ISSUER}/index.php?${new URLSearchParams({
+        module: "OAuth2", action: "authorize", response_type: "code", client_id: `https://docs${i}.example/c.json`,
+        redirect_uri: "http://127.0.0.1/cb", scope: "reports.read", code_challenge: "x".repeat(43), code_challenge_method: "S256",
+      })}`;
+      // From 30 addresses: the per-address ceiling is not what this test is about.
+      expect((await built.fetch(new Request(url), { remoteAddr: { hostname: `192.0.2.${i + 1}` } })).status).toBe(400);
+    }
+    const metrics = await (await built.fetch(new Request(`${ISSUER}/metrics`))).text();
+    expect(metrics).toContain('oauth2_client_metadata_documents_refused_total{reason="status"} 31');
+    const notices = lines.map((l) => JSON.parse(l) as Record<string, unknown>).filter((l) => l.event === "client.document_refused");
+    expect(notices).toEqual([
+      { time: expect.any(String), event: "client.document_refused", count: 1, reason: "status", host: "docs0.example" },
+      { time: expect.any(String), event: "client.document_refused", count: 30, reason: "status", host: "docs30.example" },
+    ]);
+    expect(lines.join("\n")).not.toMatch(/\n\s+at |Error/);
+    expect(errors).toEqual([]);
+    built.close();
+  });
+});

@@ -1,11 +1,14 @@
 // The attacks of issue 15, run as an attacker would: over real HTTP against the reference server on Node,
 // Deno and Bun. Vitest on Node only: it spawns the other runtimes.
-import { existsSync, mkdtempSync, readFileSync } from "node:fs";
+import { existsSync, mkdtempSync, readFileSync, statSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { afterAll, describe, expect, test } from "vitest";
+import { afterAll, beforeAll, describe, expect, test } from "vitest";
+import { base64url, hmac, hmacKey } from "../../lib/crypto.ts";
+import { sha256 } from "../../lib/sha256.ts";
+import { compressionBombs, type DocumentHost, peakMemory, startDocumentHost } from "./document_host.ts";
 import {
-  authorizePath, Browser, challengeOf, config, csrfOf, decide, killAll, PASSWORD, type Running, SECRETS, signIn, spaCode,
+  authorizePath, Browser, challengeOf, config, csrfOf, decide, killAll, PASSWORD, REDIRECT, type Running, SECRETS, signIn, spaCode,
   startReference, token,
 } from "./reference_process.ts";
 
@@ -225,3 +228,141 @@ describe.each(RUNTIMES)("on %s", (runtime) => {
     }
   }, 60_000);
 });
+
+// The attacks on what round 2 added (client metadata documents, open registration, the store file, the consent
+// page's names), as an attacker sends them: over real HTTP, one reference server per runtime with documents,
+// open registration, metrics and a trusted proxy, so each attack comes from its own forwarded address.
+describe.each(RUNTIMES)("round-2 surfaces on %s", (runtime) => {
+  let server: Running;
+  let host: DocumentHost;
+  beforeAll(async () => {
+    compressionBombs();
+    host = await startDocumentHost();
+    server = await startReference(runtime, config({
+      default_scope: "read",
+      registration: { enabled: true },
+      client_metadata_documents: { enabled: true, allow_origins: [host.origin] },
+      metrics: { enabled: true },
+      clients: [...config().clients as unknown[], {
+        client_id: "holdout", name: "Holdout Web", redirect_uris: [REDIRECT], scopes: ["read"], grant_types: ["authorization_code"],
+      }],
+    }), ["--trust-proxy", "127.0.0.1,::1"]);
+  }, 60_000);
+  afterAll(async () => {
+    await server?.stop();
+    await host?.close();
+  });
+
+  let nextAddress = 1;
+  /** A forwarded address no other request of these tests used. */
+  const address = () => `198.51.${Math.floor(nextAddress / 250)}.${(nextAddress++ % 250) + 1}`;
+  const authorizeDocument = (clientId: string, from = address()) =>
+    fetch(`${server.url}${documentPath(clientId)}`, { headers: { "x-forwarded-for": from } }).then(async (r) => ({ status: r.status, body: await r.text() }));
+  const register = (body: Record<string, unknown>) =>
+    fetch(`${server.url}/register`, {
+      method: "POST", headers: { "content-type": "application/json", "x-forwarded-for": address() }, body: JSON.stringify(body),
+    }).then(async (r) => ({ status: r.status, body: await r.json() as Record<string, unknown> }));
+
+  test("1. compressed documents stop at 5 KB decoded: four brotli and gzip bombs of 128 MiB leave peak memory flat", async () => {
+    // Warm the fetch path first, so that its first use is not counted as the bomb's.
+    expect((await authorizeDocument(`${host.origin}/doc/warm-up`)).status).toBe(200);
+    const before = peakMemory(server.child.pid!);
+    const answers = await Promise.all(["bomb-br/1", "bomb-br/2", "bomb-gzip/1", "bomb-gzip/2"].map((path) => authorizeDocument(`${host.origin}/${path}`)));
+    for (const answer of answers) {
+      expect(answer.status).toBe(400);
+      expect(answer.body).not.toContain('name="csrf"');
+    }
+    const grown = peakMemory(server.child.pid!) - before;
+    expect(grown, `peak memory grew by ${Math.round(grown / 1048576)} MiB`).toBeLessThan(48 * 1024 * 1024);
+    expect((await authorizeDocument(`${host.origin}/doc/after-the-bombs`)).status).toBe(200);
+  }, 60_000);
+
+  test("2. open registration: no client_credentials client, and the default scope, not every scope", async () => {
+    const machine = await register({ client_name: "Exporter", grant_types: ["client_credentials"], token_endpoint_auth_method: "client_secret_basic", response_types: [] });
+    expect([machine.status, machine.body.error]).toEqual([400, "invalid_client_metadata"]);
+    const host = await register({ client_name: "Notes CLI", redirect_uris: ["http://127.0.0.1/callback"], token_endpoint_auth_method: "none" });
+    expect([host.status, host.body.scope, host.body.application_type]).toEqual([201, "read", "native"]);
+  });
+
+  test("5. what the store file holds forges no session; the key file beside the config is mode 0600", async () => {
+    const storeFile = /^store: sqlite:(.+)$/m.exec(server.output())![1]!;
+    const keyFile = /^secret: key file (.+?)(?: \(created, mode 0600\))?$/m.exec(server.output())![1]!;
+    expect(statSync(keyFile).mode & 0o777).toBe(0o600);
+    const { DatabaseSync } = await import("node:sqlite");
+    const db = new DatabaseSync(storeFile, { readOnly: true });
+    const values = new Set<string>();
+    for (const { name } of db.prepare("SELECT name FROM sqlite_master WHERE type = 'table'").all() as { name: string }[]) {
+      for (const row of db.prepare(`SELECT * FROM "${name}"`).all()) for (const value of Object.values(row)) if (typeof value === "string") values.add(value);
+    }
+    db.close();
+    expect(values.size).toBeGreaterThan(0);
+    const opens = async (secret: string) => {
+      const browser = new Browser(server.url);
+      browser.cookies.set("oauth2_session", await forgedSession(secret, "alice"));
+      return (await (await browser.request(authorizePath("web"))).text()).includes('name="decision"');
+    };
+    // The forgery is made right: with the key file's secret it opens the consent page.
+    expect(await opens(readFileSync(keyFile, "utf8").trim())).toBe(true);
+    for (const value of values) expect(await opens(value), `a session forged from a stored value opened the consent page`).toBe(false);
+  }, 60_000);
+
+  test("6. 100 authorization requests naming 100 documents from one address: at most 20 fetches, then 429", async () => {
+    const from = address();
+    const before = host.served.get("doc") ?? 0;
+    const statuses = await Promise.all(Array.from({ length: 100 }, (_, i) => authorizeDocument(`${host.origin}/doc/flood-${i}`, from).then((a) => a.status)));
+    expect(host.served.get("doc")! - before).toBeLessThanOrEqual(20);
+    expect(statuses.filter((s) => s === 200).length).toBeLessThanOrEqual(20);
+    expect(statuses.filter((s) => s === 429).length).toBeGreaterThanOrEqual(80);
+  }, 60_000);
+
+  test("7. 30 requests naming missing documents: no stack frame in the output, one log line, counted in /metrics", async () => {
+    const metric = async () => Number(/oauth2_client_metadata_documents_refused_total\{reason="status"\} (\d+)/.exec(await (await fetch(`${server.url}/metrics`)).text())?.[1] ?? 0);
+    const counted = await metric();
+    const printed = server.output().length;
+    for (let i = 0; i < 30; i++) expect((await authorizeDocument(`${host.origin}/missing/${i}`)).status).toBe(400);
+    expect(await metric()).toBe(counted + 30);
+    await new Promise((done) => setTimeout(done, 200));
+    const output = server.output().slice(printed);
+    expect(output).not.toMatch(/^\s+at /m);
+    expect(output).not.toMatch(/Error|error at/);
+    expect(output.split("\n").filter((line) => line.includes("client.document_refused")).length).toBeLessThanOrEqual(1);
+  }, 60_000);
+
+  test("8. look-alikes of a configured client: refused at registration, flagged on a document's consent page", async () => {
+    for (const name of ["Holdout Web", "H\u043eldout Web", "HOLDOUT WEB"]) {
+      const refused = await register({ client_name: name, redirect_uris: ["https://evil.example/cb"], token_endpoint_auth_method: "none" });
+      expect([refused.status, refused.body.error]).toEqual([400, "invalid_client_metadata"]);
+    }
+    const clientId = `${host.origin}/doc/lookalike?name=${encodeURIComponent("H\u043eldout Web")}`;
+    const browser = new Browser(server.url);
+    const html = await signIn(browser, documentPath(clientId));
+    expect(html).toContain('<span class="tag">unverified</span>');
+    expect(html).toContain("This is not <strong>Holdout Web</strong>");
+  }, 60_000);
+
+  test("9. names with terminal escapes are refused at registration and in documents", async () => {
+    const hostile = "Tool\u001b[2K\u001b[1A\u001b]0;owned\u0007";
+    const refused = await register({ client_name: hostile, redirect_uris: ["http://127.0.0.1/callback"], token_endpoint_auth_method: "none" });
+    expect([refused.status, refused.body.error]).toEqual([400, "invalid_client_metadata"]);
+    expect((await authorizeDocument(`${host.origin}/doc/escape?name=${encodeURIComponent(hostile)}`)).status).toBe(400);
+  });
+
+  test("5. a shared store without a configured secret does not start", async () => {
+    await expect(startReference(runtime, config(), ["--store", "redis://127.0.0.1:1/"])).rejects.toThrow(/Cannot start on a shared store without a signing secret/);
+  }, 60_000);
+});
+
+/** The authorization request of a document client, with PKCE. */
+function documentPath(clientId: string): string {
+  return `/index.php?${new URLSearchParams({
+    module: "OAuth2", action: "authorize", response_type: "code", client_id: clientId, redirect_uri: REDIRECT, scope: "read", state: "st",
+    code_challenge: "E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM", code_challenge_method: "S256",
+  })}`;
+}
+
+/** A session cookie as the reference server signs one, with `secret` as its signing secret. */
+async function forgedSession(secret: string, user: string): Promise<string> {
+  const payload = base64url(new TextEncoder().encode(JSON.stringify({ sub: user, exp: Math.floor(Date.now() / 1000) + 3600, sid: "forged" })));
+  const key = await hmacKey(sha256(`login-session\u0000${secret}`));
+  return `${payload}.${await hmac(key, `oauth2-fetch-server/session:${payload}`)}`;
+}
