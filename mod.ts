@@ -34,6 +34,8 @@ export type { ScopePolicy } from "./lib/scope.ts";
 export type { CorsOrigins } from "./lib/features/cors.ts";
 export type { ClientMetadataDocumentOptions } from "./lib/features/client_metadata_documents.ts";
 export type { RegistrationOptions } from "./lib/features/registration.ts";
+export type { OfflineAccessOptions } from "./lib/features/offline_access.ts";
+export type { ProtectOptions } from "./lib/guard.ts";
 export {
   introspectionTokenVerifier,
   type IntrospectionVerifierOptions,
@@ -42,6 +44,7 @@ export {
   type ProtectedResource,
   protectedResource,
   type ProtectedResourceOptions,
+  type RequiredScopes,
   type TokenVerifier,
 } from "./lib/resource_server.ts";
 export type { TokenResponse } from "./lib/tokens.ts";

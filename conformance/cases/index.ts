@@ -9,6 +9,7 @@ import { cases as authorizeRedirect } from "./authorize_redirect.ts";
 import { cases as bearer } from "./bearer.ts";
 import { cases as concurrency } from "./concurrency.ts";
 import { cases as mcp } from "./mcp.ts";
+import { cases as mcp2026 } from "./mcp_2026.ts";
 import { cases as metadata } from "./metadata.ts";
 import { cases as pages } from "./pages.ts";
 import { cases as requirements } from "./requirements.ts";
@@ -37,4 +38,5 @@ export const ALL_CASES: readonly CaseDef[] = [
   ...requirements,
   ...metadata,
   ...mcp,
+  ...mcp2026,
 ];

@@ -8,6 +8,7 @@
 import type { FeatureOptions } from "../core/feature.ts";
 import { clientMetadataDocumentsFeature } from "./client_metadata_documents.ts";
 import { cors } from "./cors.ts";
+import { offlineAccess } from "./offline_access.ts";
 import { profile } from "./profile.ts";
 import { refreshGrace } from "./refresh_grace.ts";
 import { registration } from "./registration.ts";
@@ -21,6 +22,7 @@ export const FEATURES: readonly [
   typeof registration,
   typeof clientMetadataDocumentsFeature,
   typeof cors,
+  typeof offlineAccess,
 ] = [
   profile,
   resourceIndicators,
@@ -28,6 +30,7 @@ export const FEATURES: readonly [
   registration,
   clientMetadataDocumentsFeature,
   cors,
+  offlineAccess,
 ];
 
 /** The options every feature adds to `createAuthorizationServer`. */

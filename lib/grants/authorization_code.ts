@@ -5,9 +5,10 @@
  */
 import { defineGrant, type Grant } from "../core/grant.ts";
 import { OAuthError } from "../errors.ts";
+import { offlineAccess } from "../features/offline_access.ts";
 import { narrowedResource, resourceIndicators } from "../features/resource_indicators.ts";
 import { CODE_VERIFIER, verifyPkce } from "../pkce.ts";
-import { scopeWithin } from "../scope.ts";
+import { clientAllowsAll, grantsOfflineAccess } from "../scope.ts";
 import { sha256 } from "../sha256.ts";
 import type { ClientRecord } from "../storage/types.ts";
 import { mintTokens } from "../tokens.ts";
@@ -24,7 +25,7 @@ function proven(client: ClientRecord, verifier: string | undefined, challenge: s
 /** Exchanges a code for tokens. Everything is checked before the code is spent, so a bad try costs nothing. */
 export const authorizationCode: Grant = defineGrant({
   reads: ["clock", "storage", "accessTokenTtl", "refreshTokenTtl"],
-  uses: [resourceIndicators],
+  uses: [resourceIndicators, offlineAccess],
   clientFields: ["client_id", "type", "scopes", "grant_types", "redirect_uris"],
   confidentialOnly: false,
   userApproved: true,
@@ -68,13 +69,15 @@ export const authorizationCode: Grant = defineGrant({
     }
 
     // The client's registration may have changed since the user approved.
-    if (!scopeWithin(record.scope, client.scopes.join(" "))) {
+    const offline = context.features.offline_access !== null;
+    if (!clientAllowsAll(client, record.scope, offline)) {
       throw new OAuthError("invalid_scope", { description: "The scope is no longer allowed for this client" });
     }
 
     // RFC 8707 §2.2: the token request may narrow the audience bound at authorization, never change it.
     const resource = narrowedResource(form.get("resource"), record.resource, context.features.resource_indicators);
-    const refresh = client.grant_types.includes("refresh_token");
+    // With offline_access on, a refresh token only for a grant the user gave offline access (MCP 2026-07-28).
+    const refresh = client.grant_types.includes("refresh_token") && (!offline || grantsOfflineAccess(record.scope));
     const { response, records } = mintTokens({
       client_id: client.client_id,
       user_id: record.user_id,

@@ -75,6 +75,8 @@ export interface ReferenceConfig {
   lifetimes?: { access_token?: number; authorization_code?: number; refresh_token?: number };
   cors?: { origins?: string[] };
   refresh_grace_seconds?: number;
+  /** Refresh tokens of the code flow only when `offline_access` is granted (MCP 2026-07-28). */
+  offline_access?: boolean;
   /** Addresses or CIDR ranges of trusted reverse proxies. */
   trust_proxy?: string[];
   /** Seconds a request body may take to arrive (408 past it). */

@@ -60,6 +60,7 @@ type Options = Partial<AuthorizationServerOptions> & Record<string, unknown>;
 const ON: Record<string, Options> = {
   resource_indicators: { resources: ["https://mcp.example.com/mcp"] },
   refresh_grace: { refreshGraceSeconds: 30 },
+  offline_access: { offlineAccess: true },
 };
 /** How to switch off a feature that is on by default; null: always on. */
 const OFF: Record<string, Options | null> = {

@@ -188,7 +188,7 @@ describe("the published JSON Schema", () => {
     const keys = (schema: any) => Object.keys(schema.properties).sort();
     expect(keys(published)).toEqual(
       ["$schema", "users", "scopes", "clients", "store", "secret", "scope_policy", "default_scope", "resources", "client_metadata_documents",
-        "registration", "cors", "refresh_grace_seconds", "trust_proxy", "body_timeout_seconds", "audit_log", "metrics", "lifetimes"].sort(),
+        "registration", "cors", "refresh_grace_seconds", "trust_proxy", "body_timeout_seconds", "audit_log", "metrics", "lifetimes", "offline_access"].sort(),
     );
     expect(keys(published.properties.clients.items)).toEqual(
       ["client_id", "client_secret", "name", "redirect_uris", "scopes", "grant_types", "client_credentials_refresh_token", "default_scope", "introspection"].sort(),
