@@ -42,10 +42,11 @@ export type FeaturesOptions =
   & RefreshGraceOptions
   & RegistrationFeatureOptions
   & ClientMetadataDocumentFeatureOptions
-  //   & CorsOptions CorsOptions
+  & CorsOptions
   & OfflineAccessOptions;
 
 // Fails to compile when a feature of FEATURES is missing from FeaturesOptions, or the other way round.
 type Derived = FeatureOptions<typeof FEATURES>;
-const complete: [Derived] extends [FeaturesOptions] ? ([FeaturesOptions] extends [Derived] ? true : never) : never = true;
+const complete: [keyof Derived] extends [keyof FeaturesOptions] ? ([keyof FeaturesOptions] extends [keyof Derived] ? true : never) : never =
+  true;
 void complete;
