@@ -30,6 +30,15 @@ export { ConfigurationError, ERROR_STATUS, OAuthError, type OAuthErrorCode, type
 export type { ClientRegistration, ClientRegistry, RegisteredClient, RegisterOptions } from "./lib/clients.ts";
 export type { AccessTokenInfo } from "./lib/bearer.ts";
 export type { CoreOptions, ProfileParts, Profile } from "./lib/options.ts";
+export type { FeaturesOptions } from "./lib/features/index.ts";
+export type { ProfileOptions } from "./lib/features/profile.ts";
+export type { ResourceIndicatorOptions } from "./lib/features/resource_indicators.ts";
+export type { RefreshGraceOptions } from "./lib/features/refresh_grace.ts";
+export type { RegistrationFeatureOptions } from "./lib/features/registration.ts";
+export type { ClientMetadataDocumentFeatureOptions } from "./lib/features/client_metadata_documents.ts";
+export type { CorsOptions } from "./lib/features/cors.ts";
+export type { OfflineAccessOptions } from "./lib/features/offline_access.ts";
+export type { ErrorHook } from "./lib/core/hooks.ts";
 export type { ScopePolicy } from "./lib/scope.ts";
 export type { CorsOrigins } from "./lib/features/cors.ts";
 export type { ClientMetadataDocumentOptions } from "./lib/features/client_metadata_documents.ts";
@@ -38,6 +47,7 @@ export type { AccessTokenFormat, JwtAccessTokenOptions, SigningKeys, SigningKeys
 export type { Rotation, SigningKeyInfo } from "./lib/keys/keyring.ts";
 export type { KeyState } from "./lib/keys/key_set.ts";
 export type { Jwk, JwsAlgorithm, JwsHeader, KeySource, VerifiedHeader } from "./lib/jose/mod.ts";
+export type { ProtectOptions } from "./lib/guard.ts";
 export {
   introspectionTokenVerifier,
   type IntrospectionVerifierOptions,
@@ -50,6 +60,7 @@ export {
   type ProtectedResource,
   protectedResource,
   type ProtectedResourceOptions,
+  type RequiredScopes,
   type TokenVerifier,
 } from "./lib/resource_server.ts";
 export type { TokenResponse } from "./lib/tokens.ts";

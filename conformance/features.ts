@@ -50,7 +50,8 @@ export type FeatureId =
   | "device_authorization"
   | "dpop"
   | "iss_parameter"
-  | "resource_indicators";
+  | "resource_indicators"
+  | "offline_access";
 
 /** Every feature the suite knows, by id. */
 export const FEATURES: Readonly<Record<FeatureId, FeatureDef>> = {
@@ -156,6 +157,12 @@ export const FEATURES: Readonly<Record<FeatureId, FeatureDef>> = {
     // RFC 8707 registers no metadata field: a client learns the resource from the resource server (RFC 9728).
     detected_by: "no metadata field (RFC 8707 defines none): the target file's mcp.resource says it",
     detect: () => false,
+  },
+  offline_access: {
+    title: "Refresh tokens that depend on offline_access",
+    ref: "OpenID Connect Core §11; MCP authorization 2026-07-28 (refresh tokens, SEP-2207)",
+    detected_by: 'scopes_supported contains "offline_access"',
+    detect: (m) => has(m, "scopes_supported", "offline_access"),
   },
 };
 

@@ -62,6 +62,12 @@ export interface McpTarget {
   protected_url?: string;
   /** The Origin a browser-based client sends, for the CORS cases. Default `https://mcp-client.example`. */
   origin: string;
+  /**
+   * A tool of the MCP endpoint whose call needs a scope beyond the public client's `scope` (which that client is
+   * allowed too), for the step-up case: a `tools/call` of `tool` with a token for `scope`-less access must get 403
+   * `insufficient_scope` naming it (MCP 2026-07-28, runtime insufficient scope errors).
+   */
+  step_up?: { tool: string; scope: string };
 }
 
 /** How the end user's approval is obtained. */
@@ -244,6 +250,16 @@ export function parseTarget(input: unknown, options: ParseTargetOptions = {}): T
       }
       const origin = str(input.mcp, "origin", "mcp.", false);
       if (origin !== undefined) mcp.origin = origin;
+      const stepUp = input.mcp.step_up;
+      if (stepUp !== undefined) {
+        if (!isObj(stepUp)) bad("mcp.step_up", "must be an object with a tool and a scope");
+        else {
+          const tool = str(stepUp, "tool", "mcp.step_up.");
+          const scope = str(stepUp, "scope", "mcp.step_up.");
+          if (scope !== undefined && !scope.split(" ").every((t) => SCOPE_TOKEN.test(t))) bad("mcp.step_up.scope", "must be space-delimited scope tokens", scope);
+          else if (tool !== undefined && scope !== undefined) mcp.step_up = { tool, scope };
+        }
+      }
     }
   }
   let documents: { origin: string } | undefined;

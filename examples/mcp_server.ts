@@ -4,7 +4,8 @@
  * `notesMcpServer` returns one fetch handler that serves the RFC 9728 protected-resource metadata and the MCP
  * endpoint behind the guard of `protectedResource`: no token gets 401 with `resource_metadata`, so an MCP host
  * discovers the authorization server by itself; a token for another resource is refused. The tool `whoami`
- * answers who the token acts for and what it grants.
+ * answers who the token acts for and what it grants; `add_note` needs `notes.write` on top, and a token without
+ * it gets 403 `insufficient_scope` naming what the call needs (MCP step-up), so the host asks the user again.
  *
  * Run it (Node; the authorization server in the same process, in memory):
  *
@@ -27,6 +28,24 @@ export interface NotesMcpServerOptions {
   scopesSupported?: string[];
   /** Scopes every MCP request needs; named in the 401 and 403 challenges. */
   requiredScopes?: string[];
+  /** Scopes a tool needs on top of `requiredScopes`. Default: `add_note` needs `notes.write`. */
+  toolScopes?: Record<string, string[]>;
+}
+
+/** Largest MCP request whose tool name is looked at before the transport reads it. */
+const MAX_PEEK = 64 * 1024;
+
+/** The tool a `tools/call` request calls, or undefined for any other request. */
+async function calledTool(request: Request): Promise<string | undefined> {
+  if (request.method !== "POST") return undefined;
+  const text = await request.clone().text();
+  if (text.length > MAX_PEEK) return undefined;
+  try {
+    const message = JSON.parse(text) as { method?: unknown; params?: { name?: unknown } };
+    return message.method === "tools/call" && typeof message.params?.name === "string" ? message.params.name : undefined;
+  } catch {
+    return undefined; // the transport answers a malformed message itself
+  }
 }
 
 /** The MCP server's fetch handler: metadata, then the guarded MCP endpoint; 404 elsewhere. */
@@ -39,11 +58,21 @@ export function notesMcpServer(options: NotesMcpServerOptions): (request: Reques
     resourceName: "Notes",
   });
   const mcpPath = new URL(options.resource).pathname;
-  const mcp = guard.protect(options.requiredScopes, async (request, token) => {
+  const toolScopes = options.toolScopes ?? { add_note: ["notes.write"] };
+  // What this call needs: every request's scopes, and the tool's own (RFC 6750 §3.1: the 403 names them).
+  const needs = async (request: Request): Promise<string[] | undefined> => {
+    const tool = await calledTool(request);
+    const all = [...new Set([...(options.requiredScopes ?? []), ...(tool === undefined ? [] : toolScopes[tool] ?? [])])];
+    return all.length > 0 ? all : undefined;
+  };
+  const mcp = guard.protect(needs, async (request, token) => {
     // Stateless Streamable HTTP: one server and transport per request, each knowing the caller's token.
     const server = new McpServer({ name: "notes", version: "1.0.0" });
     server.registerTool("whoami", { description: "Who the access token acts for, and what it grants" }, () => ({
       content: [{ type: "text", text: JSON.stringify(describe(token)) }],
+    }));
+    server.registerTool("add_note", { description: "Adds a note (a sample: nothing is stored); needs notes.write" }, () => ({
+      content: [{ type: "text", text: JSON.stringify({ added: true, ...describe(token) }) }],
     }));
     // Stateless: no session id option at all (the SDK reads an absent generator as "no sessions").
     const transport = new WebStandardStreamableHTTPServerTransport({ enableJsonResponse: true });

@@ -8,7 +8,7 @@
 
 /**
  * Every error code the server can send, with the HTTP status it is sent with by default.
- * RFC 6749 §4.1.2.1 and §5.2, RFC 6750 §3.1, RFC 7009 §2.2.1, RFC 8707 §2, RFC 7591 §3.2.2.
+ * RFC 6749 §4.1.2.1 and §5.2, RFC 6750 §3.1, RFC 7009 §2.2.1, RFC 8707 §2, RFC 7591 §3.2.2, OpenID Connect Core §3.1.2.6.
  */
 export const ERROR_STATUS = {
   invalid_request: 400,
@@ -26,6 +26,10 @@ export const ERROR_STATUS = {
   /** RFC 7591 §3.2.2: a registration whose other metadata is refused. */
   invalid_client_metadata: 400,
   access_denied: 403,
+  /** OpenID Connect Core §3.1.2.6: `prompt=none`, and the user would have to sign in (sent by redirect). */
+  login_required: 400,
+  /** OpenID Connect Core §3.1.2.6: `prompt=none`, and the user would have to consent (sent by redirect). */
+  consent_required: 400,
   invalid_token: 401,
   insufficient_scope: 403,
   /** Too many failed attempts; sent with 429 and `Retry-After`. */

@@ -2,15 +2,17 @@
  * Resource-server helpers: protect an API or an MCP server with this server's access tokens, in the same
  * process or elsewhere through introspection. Publishes RFC 9728 protected-resource metadata, answers 401 with
  * `WWW-Authenticate: Bearer resource_metadata="…", scope="…"` (RFC 9728 §5.1, RFC 6750 §3), 403
- * `insufficient_scope` naming the scopes needed (step-up), and checks that the token's audience (RFC 8707) names
- * this resource exactly, so a token minted for another server is refused (confused deputy).
+ * `insufficient_scope` naming the scopes the call needs (step-up), and checks that the token's audience
+ * (RFC 8707) names this resource exactly (scheme and host case aside), so a token minted for another server is
+ * refused (confused deputy).
  *
  * @module
  */
 import { type AccessTokenInfo, presentedToken } from "./bearer.ts";
 import { challengeJson, toOAuthError } from "./core/render.ts";
 import { OAuthError } from "./errors.ts";
-import { checkResourceUri } from "./resource_uri.ts";
+import { OFFLINE_ACCESS } from "./scope.ts";
+import { canonicalResource, checkResourceUri } from "./resource_uri.ts";
 
 export { type JwksFetchOptions, type JwtTokenVerifier, jwtTokenVerifier, type JwtTokenVerifierOptions } from "./jwt_token_verifier.ts";
 
@@ -28,11 +30,20 @@ export interface ProtectedResourceOptions {
   authorizationServers: string[];
   /** How tokens are looked up: {@link localTokenVerifier}, `jwtTokenVerifier` or {@link introspectionTokenVerifier}. */
   verify: TokenVerifier;
-  /** Scopes this resource understands (`scopes_supported`); also the `scope` of a bare 401 challenge. */
+  /**
+   * Scopes this resource uses (`scopes_supported`); also the `scope` of a 401 challenge when the call needs
+   * none of its own. An MCP host asks for all of them when the challenge names none. Never `offline_access`
+   * (MCP 2026-07-28: that one is the authorization server's business, not the resource's).
+   */
   scopesSupported?: string[];
   /** Human-readable name (`resource_name`). */
   resourceName?: string;
-  /** Tokens must name this resource in their audience. Default true; false accepts tokens without one. */
+  /** Called with each failure to check a token (the store or introspection endpoint down); never sent. */
+  onError?: (error: unknown, context: { endpoint: string; method: string; path: string }) => void;
+  /**
+   * Tokens must name this resource in their audience. Default true. False also accepts tokens bound to no
+   * resource at all (from clients that never send `resource`); a token bound to another resource stays refused.
+   */
   requireAudience?: boolean;
 }
 
@@ -49,15 +60,28 @@ export interface ProtectedResource {
   metadataResponse(request: Request): Response | null;
   /**
    * Checks the request's Bearer token for `scopes` (all required). Throws `OAuthError` whose `status` and
-   * `www-authenticate` header are the answer to send; {@link ProtectedResource.protect} does that for you.
+   * `www-authenticate` header are the answer to send; {@link ProtectedResource.protect} does that for you. A
+   * handler that needs more for one operation (a tool that writes) calls it again with those scopes: the 403
+   * `insufficient_scope` names exactly them (RFC 6750 §3.1), and the client asks for them on top of what it has
+   * (MCP 2026-07-28 step-up, SEP-2350).
    */
   verify(request: Request, scopes?: string[]): Promise<AccessTokenInfo>;
-  /** Wraps a handler: it runs only for a valid token with `scopes`; every refusal is rendered as RFC 6750 §3. */
+  /**
+   * Wraps a handler: it runs only for a valid token with `scopes`; every refusal is rendered as RFC 6750 §3.
+   * `scopes` may be a function of the request, for an endpoint whose operations need different scopes (an MCP
+   * tool that writes): the 403 then names what this call needs, and the host steps up.
+   */
   protect(
-    scopes: string[] | undefined,
+    scopes: RequiredScopes,
     handler: (request: Request, token: AccessTokenInfo) => Response | Promise<Response>,
   ): (request: Request) => Promise<Response>;
 }
+
+/** The scopes a call needs: fixed, none, or worked out from the request. */
+export type RequiredScopes =
+  | string[]
+  | undefined
+  | ((request: Request) => string[] | undefined | Promise<string[] | undefined>);
 
 const WELL_KNOWN = "/.well-known/oauth-protected-resource";
 
@@ -81,6 +105,10 @@ const quoted = (value: string) => `"${value.replace(/["\\]/g, "")}"`;
  */
 export function protectedResource(options: ProtectedResourceOptions): ProtectedResource {
   const url = checkResource(options.resource);
+  const audience = canonicalResource(options.resource)!;
+  if (options.scopesSupported?.includes(OFFLINE_ACCESS)) {
+    throw new TypeError(`Cannot protect resource: "scopesSupported" must not list ${OFFLINE_ACCESS}: it asks the authorization server for a refresh token, and no resource needs it`);
+  }
   const path = url.pathname === "/" ? "" : url.pathname;
   const metadataUrl = url.origin + WELL_KNOWN + path;
   const metadata: Record<string, unknown> = {
@@ -97,7 +125,7 @@ export function protectedResource(options: ProtectedResourceOptions): ProtectedR
     const parts = [`resource_metadata=${quoted(metadataUrl)}`];
     if (error !== undefined) parts.push(`error=${quoted(error)}`);
     if (description !== undefined) parts.push(`error_description=${quoted(description)}`);
-    const scope = scopes ?? options.scopesSupported;
+    const scope = (scopes ?? options.scopesSupported)?.filter((s) => s !== OFFLINE_ACCESS);
     if (scope && scope.length > 0) parts.push(`scope=${quoted(scope.join(" "))}`);
     return `Bearer ${parts.join(", ")}`;
   };
@@ -122,8 +150,9 @@ export function protectedResource(options: ProtectedResourceOptions): ProtectedR
       throw new OAuthError("temporarily_unavailable", { description: "The token could not be checked", cause });
     }
     if (info === null) throw refuse("invalid_token", "The access token is invalid or has expired", scopes);
-    // Exact comparison: no prefix, case folding or normalisation, so a sibling resource's token never passes.
-    if ((info.aud !== undefined || requireAudience) && !(info.aud ?? []).includes(options.resource)) {
+    // Exact comparison of canonical forms (the server binds tokens to those): no prefix, path case folding or
+    // other normalisation, so a sibling resource's token never passes.
+    if ((info.aud !== undefined || requireAudience) && !(info.aud ?? []).includes(audience)) {
       throw refuse("invalid_token", "The access token was not issued for this resource", scopes);
     }
     const granted = info.scope.split(" ");
@@ -159,9 +188,9 @@ export function protectedResource(options: ProtectedResourceOptions): ProtectedR
       return async (request) => {
         let token: AccessTokenInfo;
         try {
-          token = await verify(request, scopes);
+          token = await verify(request, typeof scopes === "function" ? await scopes(request) : scopes);
         } catch (error) {
-          return challengeResponse(error);
+          return challengeResponse(error, request, options.onError);
         }
         return handler(request, token);
       };
@@ -170,14 +199,15 @@ export function protectedResource(options: ProtectedResourceOptions): ProtectedR
 }
 
 /** The RFC 6750 §3 answer for a refusal; anything unexpected becomes a generic 500 without details. */
-function challengeResponse(error: unknown): Response {
-  const parts = challengeJson(toOAuthError(error, () => {}, { endpoint: "resource", method: "", path: "" }));
-  return new Response(parts.body, parts);
+function challengeResponse(error: unknown, request: Request, onError: ProtectedResourceOptions["onError"]): Response {
+  const where = { endpoint: "resource", method: request.method, path: new URL(request.url).pathname };
+  const parts = challengeJson(toOAuthError(error, onError ?? (() => {}), where));
+  return new Response(request.method === "HEAD" ? null : parts.body, parts);
 }
 
 function checkResource(resource: string): URL {
   const url = checkResourceUri(resource);
-  if (url === null) {
+  if (url === null || canonicalResource(resource) === null) {
     throw new TypeError(`Cannot protect resource: "resource" must be an absolute https URL without fragment: "${resource}"`);
   }
   return url;

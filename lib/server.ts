@@ -15,7 +15,7 @@ import { ENDPOINTS } from "./endpoints/index.ts";
 import { FEATURES } from "./features/index.ts";
 import { type JwtAccessTokens, type SigningKeys, signingKeys } from "./features/jwt_access_tokens.ts";
 import { GRANTS } from "./grants/registry.ts";
-import { GUARD_READS, verifyBearer } from "./guard.ts";
+import { audienceRule, GUARD_READS, type ProtectOptions, verifyBearer } from "./guard.ts";
 import { pathOf, remoteAddressOf, respond, targetOf } from "./http.ts";
 import type { AuthorizationServerOptions } from "./options.ts";
 import type { Storage } from "./storage/types.ts";
@@ -49,12 +49,15 @@ export interface AuthorizationServer {
   /** {@link AuthorizationServer.verifyAccessToken} for a bare `Authorization` header value. */
   verifyAuthorization(authorization: string | null, requiredScope?: string): Promise<AccessTokenInfo>;
   /**
-   * Wraps a resource handler: it runs only for a valid token with `requiredScope`; refusals follow RFC 6750 §3,
-   * and store failures become a generic 5xx reported to `onError`, as at the endpoints.
+   * Wraps a resource handler: it runs only for a valid token with `requiredScope` whose audience fits `options`
+   * (by default: a token bound to no resource; with `audience`, also one bound to it; see {@link ProtectOptions}).
+   * Refusals follow RFC 6750 §3, and store failures become a generic 5xx reported to `onError`, as at the
+   * endpoints. For an API other processes reach, or MCP, prefer `protectedResource` (RFC 9728 metadata).
    */
   protect(
     requiredScope: string | undefined,
     handler: (request: Request, token: AccessTokenInfo) => Response | Promise<Response>,
+    options?: ProtectOptions,
   ): (request: Request, info?: unknown) => Promise<Response>;
   /** The RFC 8414 metadata document. */
   metadata(): Record<string, unknown>;
@@ -96,15 +99,18 @@ export function createAuthorizationServer(options: AuthorizationServerOptions): 
     keys: signingKeys(states.get("jwt_access_tokens") as JwtAccessTokens),
     verifyAuthorization,
     verifyAccessToken: (request, requiredScope) => verifyAuthorization(request.headers.get("authorization"), requiredScope),
-    protect: (requiredScope, handler) => async (request) => {
-      let token: AccessTokenInfo;
-      try {
-        token = await verifyAuthorization(request.headers.get("authorization"), requiredScope);
-      } catch (error) {
-        const where = { endpoint: "resource", method: request.method, path: pathOf(targetOf(request.url)) };
-        return respond(request, errorJson(toOAuthError(error, core.onError, where)));
-      }
-      return handler(request, token);
+    protect: (requiredScope, handler, options) => {
+      const audience = audienceRule(options);
+      return async (request) => {
+        let token: AccessTokenInfo;
+        try {
+          token = await verifyBearer(request.headers.get("authorization"), requiredScope, guard, audience);
+        } catch (error) {
+          const where = { endpoint: "resource", method: request.method, path: pathOf(targetOf(request.url)) };
+          return respond(request, errorJson(toOAuthError(error, core.onError, where)));
+        }
+        return handler(request, token);
+      };
     },
     metadata: () => structuredClone(core.metadata) as Record<string, unknown>,
   };

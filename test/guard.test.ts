@@ -203,3 +203,54 @@ describe("access tokens", () => {
     });
   });
 });
+
+// What server.protect does with a token's audience (RFC 8707; issue 21 finding 3): a token bound to resources
+// opens only the API whose `audience` is one of them; a token bound to none opens it unless requireAudience.
+describe("server.protect and the audience", () => {
+  const MCP_RESOURCE = "https://mcp.example.com/mcp";
+  const API = "https://auth.example.com/api";
+
+  async function tokens() {
+    const f = await fixture({ resources: [MCP_RESOURCE, API] });
+    const cc = async (resource?: string) => (await (await postToken(f.server, {
+      grant_type: "client_credentials", client_id: "backend", client_secret: SECRETS.backend, scope: "export", ...(resource ? { resource } : {}),
+    })).json()).access_token as string;
+    return { f, unbound: await cc(), mcp: await cc(MCP_RESOURCE), api: await cc(API) };
+  }
+  const status = async (api: (r: Request) => Promise<Response>, token: string) => {
+    const response = await api(new Request(`${ISSUER}/api/export`, { headers: { authorization: `Bearer ${token}` } }));
+    return [response.status, response.status === 401 ? (await response.json()).error : "ok"];
+  };
+
+  test("by default a token bound to any resource is refused: it was minted for that resource only", async () => {
+    const { f, unbound, mcp, api } = await tokens();
+    const guarded = f.server.protect("export", () => new Response("ok"));
+    expect(await status(guarded, unbound)).toEqual([200, "ok"]);
+    expect(await status(guarded, mcp)).toEqual([401, "invalid_token"]);
+    expect(await status(guarded, api)).toEqual([401, "invalid_token"]);
+  });
+
+  test("with an audience, a token bound to it passes (its canonical form too), one bound elsewhere does not", async () => {
+    const { f, unbound, mcp, api } = await tokens();
+    for (const audience of [API, "HTTPS://AUTH.example.com/api"]) {
+      const guarded = f.server.protect("export", () => new Response("ok"), { audience });
+      expect(await status(guarded, api)).toEqual([200, "ok"]);
+      expect(await status(guarded, unbound)).toEqual([200, "ok"]);
+      expect(await status(guarded, mcp)).toEqual([401, "invalid_token"]);
+    }
+    const strict = f.server.protect("export", () => new Response("ok"), { audience: API, requireAudience: true });
+    expect(await status(strict, unbound)).toEqual([401, "invalid_token"]);
+    expect(await status(strict, api)).toEqual([200, "ok"]);
+  });
+
+  test("the audience is checked before the scope: another resource's token gets 401, not 403", async () => {
+    const { f, mcp } = await tokens();
+    expect(await status(f.server.protect("admin", () => new Response("ok")), mcp)).toEqual([401, "invalid_token"]);
+  });
+
+  test("bad options are refused when the API is guarded", async () => {
+    const { f } = await tokens();
+    expect(() => f.server.protect(undefined, () => new Response(), { audience: "/api" })).toThrow(TypeError);
+    expect(() => f.server.protect(undefined, () => new Response(), { requireAudience: true })).toThrow(/needs "audience"/);
+  });
+});

@@ -120,3 +120,50 @@ test("the reference server publishes RFC 9728 metadata for its sample API", asyn
     app.close?.();
   }
 });
+
+// MCP 2026-07-28: metadata and challenges that fit the resource, canonical audiences, per-operation scopes.
+describe("a resource that fits MCP 2026-07-28", () => {
+  test("offline_access is no resource's scope: refused in scopesSupported, never in a challenge", async () => {
+    const f = await setup();
+    expect(() => protectedResource({ resource: MCP, authorizationServers: [ISSUER], verify: localTokenVerifier(f.server), scopesSupported: ["read", "offline_access"] }))
+      .toThrow(/offline_access/);
+    const guard = protectedResource({ resource: MCP, authorizationServers: [ISSUER], verify: localTokenVerifier(f.server), scopesSupported: ["read"] });
+    const response = await call(guard.protect(["read", "offline_access"], () => new Response("ok")));
+    expect(response.headers.get("www-authenticate")).toBe(`Bearer resource_metadata="${guard.metadataUrl}", scope="read"`);
+  });
+
+  test("an upper-case scheme or host in the resource still takes the token bound to its canonical form", async () => {
+    const f = await setup();
+    const { body } = await codeFlow(f.server, { resource: MCP, scope: "read" });
+    const guard = protectedResource({ resource: "HTTPS://MCP.Example.com/mcp", authorizationServers: [ISSUER], verify: localTokenVerifier(f.server) });
+    expect((await call(guard.protect(["read"], () => new Response("ok")), String(body.access_token))).status).toBe(200);
+    const sibling = protectedResource({ resource: "https://mcp.example.com/MCP", authorizationServers: [ISSUER], verify: localTokenVerifier(f.server) });
+    expect((await call(sibling.protect(["read"], () => new Response("ok")), String(body.access_token))).status).toBe(401);
+  });
+
+  test("scopes worked out per call: the 403 names what this call needs, the other calls pass", async () => {
+    const f = await setup();
+    const { body } = await codeFlow(f.server, { resource: MCP, scope: "read" });
+    const needs = async (request: Request) => ((await request.clone().text()) === "write" ? ["read", "write"] : ["read"]);
+    const handler = f.local.protect(needs, () => new Response("ok"));
+    const send = (text: string) => handler(new Request(MCP, { method: "POST", body: text, headers: { authorization: `Bearer ${body.access_token}` } }));
+    expect((await send("list")).status).toBe(200);
+    const refused = await send("write");
+    expect(refused.status).toBe(403);
+    expect(refused.headers.get("www-authenticate")).toBe(
+      `Bearer resource_metadata="${f.local.metadataUrl}", error="insufficient_scope", error_description="The access token does not grant the required scope", scope="read write"`,
+    );
+  });
+
+  test("a failure to check the token reaches onError, and the client sees a clean 503", async () => {
+    const seen: unknown[] = [];
+    const guard = protectedResource({
+      resource: MCP, authorizationServers: [ISSUER], onError: (error) => seen.push(error),
+      verify: () => Promise.reject(new Error("the store is down")),
+    });
+    const response = await call(guard.protect(undefined, () => new Response("ok")), "some-token");
+    expect(response.status).toBe(503);
+    expect(await response.text()).not.toContain("store is down");
+    expect(seen).toHaveLength(1);
+  });
+});

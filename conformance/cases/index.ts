@@ -10,6 +10,7 @@ import { cases as bearer } from "./bearer.ts";
 import { cases as concurrency } from "./concurrency.ts";
 import { cases as jwtAccessTokens } from "./jwt_access_tokens.ts";
 import { cases as mcp } from "./mcp.ts";
+import { cases as mcp2026 } from "./mcp_2026.ts";
 import { cases as metadata } from "./metadata.ts";
 import { cases as pages } from "./pages.ts";
 import { cases as requirements } from "./requirements.ts";
@@ -39,4 +40,5 @@ export const ALL_CASES: readonly CaseDef[] = [
   ...metadata,
   ...jwtAccessTokens,
   ...mcp,
+  ...mcp2026,
 ];

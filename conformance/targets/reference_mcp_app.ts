@@ -1,8 +1,10 @@
 /**
  * The reference server as an MCP deployment, for in-process runs of the mcp profile (`--module`): the demo
- * configuration plus a resource (RFC 8707), dynamic registration, and an MCP endpoint at `/mcp` guarded by
- * `protectedResource` (RFC 9728 metadata and challenges), at the base_url of `reference-mcp.json`, and Client ID
- * Metadata Documents accepted from the origin where the suite serves them (`client_metadata_documents.origin`):
+ * configuration with several scopes per request (`scope_policy: "multiple"`, as MCP hosts ask), a resource
+ * (RFC 8707), dynamic registration, and an MCP endpoint at `/mcp` guarded by `protectedResource` (RFC 9728
+ * metadata and challenges; its tool `write_report` needs `reports.write` on top, for step-up), at the base_url of
+ * `reference-mcp.json`, and Client ID Metadata Documents accepted from the origin where the suite serves them
+ * (`client_metadata_documents.origin`):
  *
  * ```sh
  * npx tsx conformance/cli.ts --target conformance/targets/reference-mcp.json --profile mcp \
@@ -13,7 +15,7 @@
  */
 import { localTokenVerifier, protectedResource } from "../../mod.ts";
 import { createReferenceApp } from "../../lib/reference/app.ts";
-import { DEMO_CONFIG } from "../../lib/reference/config.ts";
+import { DEMO_CONFIG, type ReferenceConfig } from "../../lib/reference/config.ts";
 
 const ISSUER = "http://127.0.0.1:8080";
 /** The MCP server's canonical URI. */
@@ -30,18 +32,21 @@ export async function referenceMcpApp(
     documentOrigin?: string;
     /** How documents are fetched (tests plant broken fetches). */
     fetchDocument?: (request: Request) => Promise<Response>;
+    /** Changes to the config (tests plant a policy or a feature). */
+    configure?: (config: ReferenceConfig) => ReferenceConfig;
   } = {},
 ): Promise<(request: Request) => Promise<Response>> {
   const app = await createReferenceApp({
     issuer: ISSUER,
     passwordIterations: options.passwordIterations ?? 1000,
-    config: {
+    config: (options.configure ?? ((c) => c))({
       ...DEMO_CONFIG,
+      scope_policy: "multiple",
       resources: [MCP_RESOURCE],
       registration: { enabled: true },
       default_scope: "reports.read",
       client_metadata_documents: { enabled: true, allow_origins: [options.documentOrigin ?? DOCUMENT_ORIGIN] },
-    },
+    }),
     ...(options.fetchDocument === undefined ? {} : { fetchDocument: options.fetchDocument }),
   });
   const mcp = protectedResource({
@@ -51,8 +56,21 @@ export async function referenceMcpApp(
     scopesSupported: ["reports.read"],
     ...(options.requireAudience === undefined ? {} : { requireAudience: options.requireAudience }),
   });
-  const tools = mcp.protect(["reports.read"], () => Promise.resolve(Response.json({ jsonrpc: "2.0", id: 1, result: {} })));
+  // Every call needs reports.read; a tools/call of write_report needs reports.write too (the 403 names both).
+  const needs = async (request: Request) => ((await toolOf(request)) === "write_report" ? ["reports.read", "reports.write"] : ["reports.read"]);
+  const tools = mcp.protect(needs, () => Promise.resolve(Response.json({ jsonrpc: "2.0", id: 1, result: {} })));
   return async (request) => mcp.metadataResponse(request) ?? (new URL(request.url).pathname === "/mcp" ? tools(request) : app.fetch(request));
+}
+
+/** The tool a JSON-RPC `tools/call` calls, or undefined. */
+async function toolOf(request: Request): Promise<string | undefined> {
+  if (request.method !== "POST") return undefined;
+  try {
+    const message = JSON.parse(await request.clone().text()) as { method?: unknown; params?: { name?: unknown } };
+    return message.method === "tools/call" && typeof message.params?.name === "string" ? message.params.name : undefined;
+  } catch {
+    return undefined;
+  }
 }
 
 /** The app for `--module`: its fetch handler. */

@@ -7,6 +7,7 @@ import { base64url, hmac, hmacKey, randomToken, timingSafeEqual } from "../crypt
 import { ConfigurationError } from "../errors.ts";
 import { readText, redirectResponse, respond } from "../http.ts";
 import type { AuthenticateUser, EndUser, InteractionContext } from "../options.ts";
+import { sha256 } from "../sha256.ts";
 import { memoryThrottle, type Throttle, throttleKey } from "../throttle.ts";
 import type { Storage } from "../storage/types.ts";
 import { errorPage, escapeHtml, htmlPage, loginPage } from "./pages.ts";
@@ -66,6 +67,8 @@ const ENDED = "session-ended:";
 const MAX_REPEATS = 4;
 const WRONG = "Wrong username or password.";
 const EXPIRED = "Your sign-in form has expired. Please try again.";
+/** How long a sign-in made for one authorization request satisfies that request's `prompt=login`. */
+const FRESH_LOGIN_MS = 10 * 60 * 1000;
 
 const fail = (message: string): never => {
   throw new ConfigurationError(`Cannot create password login: ${message}`);
@@ -76,7 +79,9 @@ const fail = (message: string): never => {
  * cookie it answers with a sign-in page; the form posts back to the same authorization URL, and a correct
  * password earns a signed `HttpOnly; SameSite=Lax` session cookie and a 303 back to that URL, which then shows
  * the consent page. A nonce cookie bound to the form's CSRF token refuses cross-site login posts (login CSRF,
- * RFC 6749 §10.12).
+ * RFC 6749 §10.12). With `prompt=login` (OpenID Connect Core §3.1.2.1) a live session is not enough: the user
+ * signs in again, and only a sign-in made for this very authorization request, in the last ten minutes, lets
+ * it go on to the consent page.
  *
  * @example
  * ```ts
@@ -130,12 +135,14 @@ export function passwordLogin(options: PasswordLoginOptions): PasswordLogin {
     }
     return null;
   }
-  const readSession = async (values: string[]): Promise<EndUser | null> => (await findSession(values))?.user ?? null;
-
-  async function issueSession(user: EndUser): Promise<string> {
-    const claims: { sub: string; name?: string; exp: number; sid: string } = { sub: user.id, exp: 0, sid: randomToken().slice(0, 22) };
+  /** A session cookie; `target` is the request the sign-in was made for (what `prompt=login` checks). */
+  async function issueSession(user: EndUser, target: string): Promise<string> {
+    const claims: { sub: string; name?: string; exp: number; sid: string; auth: number; for: string } = {
+      sub: user.id, exp: 0, sid: randomToken().slice(0, 22), auth: 0, for: sha256(target),
+    };
     if (typeof user.name === "string") claims.name = user.name;
-    claims.exp = Math.floor(clock() / 1000) + ttl;
+    claims.auth = Math.floor(clock() / 1000);
+    claims.exp = claims.auth + ttl;
     const payload = base64url(new TextEncoder().encode(JSON.stringify(claims)));
     return `${payload}.${await hmac(await key(), SESSION_LABEL + payload)}`;
   }
@@ -173,8 +180,13 @@ export function passwordLogin(options: PasswordLoginOptions): PasswordLogin {
     const isLogin = form !== null && (form.has("username") || form.has("password"));
 
     if (!isLogin) {
-      const user = await readSession(cookies.get(cookieName) ?? []);
-      return user ?? showLogin(request, context, cookies, secure);
+      const session = await findSession(cookies.get(cookieName) ?? []);
+      if (session === null) return showLogin(request, context, cookies, secure);
+      // prompt=login: only a sign-in made for this request, lately, goes on (else the 303 after it would loop).
+      if (context.prompt?.includes("login") && !signedInFor(session, targetOf(request), clock())) {
+        return showLogin(request, context, cookies, secure);
+      }
+      return session.user;
     }
 
     // Login CSRF: the token must be the HMAC of a nonce cookie, which a cross-site POST does not carry.
@@ -224,7 +236,7 @@ export function passwordLogin(options: PasswordLoginOptions): PasswordLogin {
     const url = new URL(request.url);
     const response = redirectResponse(url.pathname + url.search, 303);
     response.headers.push(
-      ["set-cookie", cookie(cookieName, await issueSession(user), secure, ttl)],
+      ["set-cookie", cookie(cookieName, await issueSession(user, targetOf(request)), secure, ttl)],
       ["set-cookie", cookie(nonceName, "", secure, 0)],
     );
     return respond(request, response);
@@ -284,6 +296,18 @@ async function reserveAttempt(throttle: Throttle, key: string, now: number): Pro
   return wait;
 }
 
+/** The path and query of a request: the authorization request a sign-in is made for. */
+function targetOf(request: Request): string {
+  const url = new URL(request.url);
+  return url.pathname + url.search;
+}
+
+/** Whether the session's sign-in was made for `target` within {@link FRESH_LOGIN_MS}. */
+function signedInFor(session: Session, target: string, now: number): boolean {
+  return session.for !== undefined && session.auth !== undefined && timingSafeEqual(session.for, sha256(target)) &&
+    now - session.auth * 1000 < FRESH_LOGIN_MS;
+}
+
 /** A `Set-Cookie` value: host-only, whole-site, script-proof, and not sent on cross-site POSTs. */
 function cookie(name: string, value: string, secure: boolean, maxAge?: number): string {
   return (
@@ -310,12 +334,17 @@ function parseCookies(header: string | null): Map<string, string[]> {
   return cookies;
 }
 
-/** A live session: its user, its id (absent in cookies issued before sessions had one), expiry and payload. */
+/**
+ * A live session: its user, its id (absent in cookies issued before sessions had one), expiry and payload, and
+ * when and for which request the user signed in (absent in older cookies).
+ */
 interface Session {
   user: EndUser;
   sid: string | undefined;
   exp: number;
   payload: string;
+  auth: number | undefined;
+  for: string | undefined;
 }
 
 /** The session of a cookie, or null when it is malformed, forged or expired. */
@@ -331,10 +360,17 @@ async function checkSession(key: CryptoKey, value: string, now: number): Promise
     return null;
   }
   if (typeof claims !== "object" || claims === null) return null;
-  const { sub, name, exp, sid } = claims as Record<string, unknown>;
+  const { sub, name, exp, sid, auth, for: target } = claims as Record<string, unknown>;
   if (typeof sub !== "string" || sub === "" || typeof exp !== "number" || !(now < exp * 1000)) return null;
   const user = typeof name === "string" ? { id: sub, name } : { id: sub };
-  return { user, sid: typeof sid === "string" ? sid : undefined, exp, payload };
+  return {
+    user,
+    sid: typeof sid === "string" ? sid : undefined,
+    exp,
+    payload,
+    auth: typeof auth === "number" ? auth : undefined,
+    for: typeof target === "string" ? target : undefined,
+  };
 }
 
 /** Decodes base64url without padding; throws on anything else. */

@@ -22,6 +22,11 @@ export interface InteractionContext {
   /** The requested scope. */
   scope: string;
   /**
+   * The request's `prompt` values (OpenID Connect Core §3.1.2.1). With `login`, a hook that keeps sessions asks
+   * for the password again; with `none`, whatever `Response` it returns becomes `login_required`.
+   */
+  prompt?: readonly ("none" | "login" | "consent")[];
+  /**
    * The client's network address, when the runtime or adapter reports it (for throttling); behind a trusted
    * proxy (`trustProxy`), the address it forwarded.
    */

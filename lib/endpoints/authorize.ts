@@ -17,12 +17,14 @@ import type { View } from "../core/view.ts";
 import { randomToken } from "../crypto.ts";
 import { OAuthError } from "../errors.ts";
 import { clientMetadataDocumentsFeature, findClient } from "../features/client_metadata_documents.ts";
+import { offlineAccess } from "../features/offline_access.ts";
 import { profile } from "../features/profile.ts";
 import { requestedResource, resourceIndicators } from "../features/resource_indicators.ts";
 import { printable, queryOf, readParams, type ResponseParts } from "../http.ts";
 import { CODE_CHALLENGE } from "../pkce.ts";
+import { parsePrompt, type PromptValue } from "../prompt.ts";
 import { redirectUriMatches } from "../redirect_uri.ts";
-import { requestedScope } from "../scope.ts";
+import { OFFLINE_ACCESS, requestedScope } from "../scope.ts";
 import { sha256 } from "../sha256.ts";
 import type { ClientRecord } from "../storage/types.ts";
 import { newGrantId } from "../tokens.ts";
@@ -39,10 +41,12 @@ interface AuthorizationRequest {
   code_challenge: string | undefined;
   /** RFC 8707 audience the user consents to. */
   resource: string[] | undefined;
+  /** OpenID Connect Core §3.1.2.1 `prompt` values. */
+  prompt: readonly PromptValue[];
 }
 
 const READS = ["clock", "storage", "scopes", "defaultScope", "authenticateUser", "csrfKey", "codeTtl", "issuer", "admission", "formLimits"] as const;
-const USES = [profile, resourceIndicators, clientMetadataDocumentsFeature] as const;
+const USES = [profile, resourceIndicators, clientMetadataDocumentsFeature, offlineAccess] as const;
 type AuthorizeView = View<(typeof READS)[number], typeof USES>;
 
 /** The authorization endpoint: GET shows login or consent; the login and consent forms POST back here. */
@@ -68,10 +72,20 @@ async function authorize(exchange: Exchange, context: AuthorizeView): Promise<Re
     form: form ? new URLSearchParams([...form]) : null,
     client: { client_id: client.client_id, name: client.name },
     scope,
+    prompt: authorization.prompt,
     remoteAddress: exchange.address,
     issuer: context.issuer,
     audit: (event) => exchange.emit({ client_id: client.client_id, ...event }),
   });
+  if (authorization.prompt.includes("none")) {
+    // OpenID Connect Core §3.1.2.1: no page at all. Consent is never remembered here, so a signed-in user
+    // would still have to consent.
+    if (user instanceof Response) {
+      await user.body?.cancel();
+      throw new OAuthError("login_required", { description: "The user is not signed in", redirect: redirectOnError });
+    }
+    throw new OAuthError("consent_required", { description: "The user has to approve this request", redirect: redirectOnError });
+  }
   if (user instanceof Response) return user; // the hook's own page: a login form, a redirect to an IdP
   if (typeof user !== "object" || user === null || typeof user.id !== "string" || user.id === "") {
     throw new OAuthError("server_error", { description: "The user could not be identified", cause: user });
@@ -90,7 +104,7 @@ async function authorize(exchange: Exchange, context: AuthorizeView): Promise<Re
       clientName: client.name,
       clientId: client.client_id,
       userName: user.name ?? user.id,
-      scopes: scope.split(" ").map((name) => ({ name, description: context.scopes.get(name) ?? name })),
+      scopes: scope.split(" ").map((name) => ({ name, description: describeScope(name, context) })),
       action: exchange.target,
       csrf: await csrfToken(key, bound, now),
       redirectOrigin: redirect_uri,
@@ -126,6 +140,12 @@ async function authorize(exchange: Exchange, context: AuthorizeView): Promise<Re
   const { code, grantId } = await issueCode(authorization, user, context, now);
   exchange.emit({ type: "code.issued", ...who, grant_id: grantId });
   return redirectTo(authorizationRedirect(redirect_uri, { code, state }, context.issuer));
+}
+
+/** A scope's line on the consent page: its description, the feature's for offline_access, else its name. */
+function describeScope(name: string, context: AuthorizeView): string {
+  const offline = context.features.offline_access;
+  return context.scopes.get(name) ?? (name === OFFLINE_ACCESS && offline !== null ? offline.description : name);
 }
 
 function redirectTo(location: string): ResponseParts {
@@ -195,9 +215,19 @@ async function validateRequest(exchange: Exchange, context: AuthorizeView): Prom
   if (!client.grant_types.includes("authorization_code")) {
     throw fail("unauthorized_client", "The client may not use the authorization code grant");
   }
+  let prompt: readonly PromptValue[];
+  try {
+    prompt = parsePrompt(params.get("prompt"));
+  } catch (error) {
+    throw fail("invalid_request", (error as OAuthError).description ?? "Invalid prompt");
+  }
   let scope: string;
   try {
-    scope = requestedScope(params.get("scope"), client, context.features.profile.scopePolicy);
+    scope = requestedScope(params.get("scope"), client, {
+      policy: context.features.profile.scopePolicy,
+      known: context.scopes,
+      offlineAccess: context.features.offline_access !== null,
+    });
   } catch (error) {
     throw fail("invalid_scope", (error as OAuthError).description ?? "Invalid scope");
   }
@@ -218,5 +248,5 @@ async function validateRequest(exchange: Exchange, context: AuthorizeView): Prom
     if (method !== "S256") throw fail("invalid_request", "code_challenge_method must be S256");
     if (!CODE_CHALLENGE.test(challenge)) throw fail("invalid_request", "The code_challenge is malformed");
   }
-  return { client, redirect_uri: redirectUri, scope, state, code_challenge: challenge, resource };
+  return { client, redirect_uri: redirectUri, scope, state, code_challenge: challenge, resource, prompt };
 }

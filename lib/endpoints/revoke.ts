@@ -6,13 +6,16 @@
 import { AUTHENTICATION_READS, authenticateClient } from "../client_auth/authenticate.ts";
 import { defineEndpoint, type Endpoint } from "../core/endpoint.ts";
 import { OAuthError } from "../errors.ts";
+import { jsonTextResponse } from "../http.ts";
 import { sha256 } from "../sha256.ts";
 import { findToken } from "./lookup.ts";
 
 /**
  * Revokes a refresh token (and with it the whole grant, as RFC 7009 §2.1 recommends) or an access token.
- * Answers 200 with an empty body (and no content type: some clients parse any JSON-labelled body) for tokens
- * that are unknown or expired, so that the endpoint tells no one whether a token exists (RFC 7009 §2.2). A live
+ * Answers 200 with `{}` as `application/json`, the same for tokens that are unknown or expired, so that the
+ * endpoint tells no one whether a token exists (RFC 7009 §2.2). RFC 7009 lets clients ignore the body, but
+ * they read it: simple-oauth2 refuses any answer that is not JSON, and @badgateway/oauth2-client parses any
+ * JSON-labelled body, so an empty one fails it; `{}` is what both (and openid-client, oauth4webapi) accept. A live
  * token of another client is refused with `unauthorized_client`, as RFC 7009 §2.1 requires; only that
  * client's own credentials get this far, so it learns nothing it could not already use.
  */
@@ -38,7 +41,7 @@ export const revokeEndpoint: Endpoint = defineEndpoint({
         const { record } = found;
         exchange.emit({ type: "token.revoked", client_id: client.client_id, user_id: record.user_id, grant_id: record.grant_id, reason: found.kind });
       }
-      return { status: 200, headers: [["cache-control", "no-store"]], body: null };
+      return jsonTextResponse(200, "{}");
     },
   },
 });

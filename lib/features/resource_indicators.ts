@@ -8,14 +8,15 @@
  */
 import { defineFeature, type Feature } from "../core/feature.ts";
 import { OAuthError } from "../errors.ts";
-import { checkResourceUri } from "../resource_uri.ts";
+import { canonicalResource } from "../resource_uri.ts";
 
 /** The options this feature adds. */
 export interface ResourceIndicatorOptions {
   /**
    * Resource servers that tokens may be issued for (RFC 8707): absolute https URLs (http on loopback), compared
-   * as exact strings. A `resource` parameter must name one (else `invalid_target`); it binds the code and the
-   * grant, and becomes the token's audience (`aud`). Default none: the parameter is then ignored.
+   * as exact strings once scheme and host are in lower case (the canonical form, MCP 2026-07-28). A `resource`
+   * parameter must name one (else `invalid_target`); it binds the code and the grant, and its canonical form
+   * becomes the token's audience (`aud`). Default none: the parameter is then ignored.
    */
   resources?: string[];
 }
@@ -36,25 +37,34 @@ export const resourceIndicators: Feature<"resource_indicators", ResourceIndicato
     type: { kind: "list", items: { kind: "string" } },
     doc: "Resource indicators (RFC 8707) clients may ask tokens for.",
     check: (resources: string[]) => {
-      const bad = resources.find((r) => checkResourceUri(r) === null);
+      const bad = resources.find((r) => canonicalResource(r) === null);
       return bad === undefined ? undefined : `must hold absolute https URLs (http on loopback) without fragment: "${bad}"`;
     },
   }],
   reads: [],
   setup: (options): ResourceIndicators | null =>
-    options.resources === undefined || options.resources.length === 0 ? null : { resources: [...options.resources] },
+    options.resources === undefined || options.resources.length === 0
+      ? null
+      : { resources: [...new Set(options.resources.map((r) => canonicalResource(r)!))] },
 });
 
+/** The canonical form of a `resource` parameter; throws `invalid_target` for a malformed one. */
+function canonical(value: string): string {
+  const resource = canonicalResource(value);
+  if (resource === null) throw invalidTarget("The resource must be an absolute URI without a fragment");
+  return resource;
+}
+
 /**
- * The audience asked for at the authorization endpoint (or by client_credentials), or undefined for none.
- * Throws `invalid_target` for a malformed or unknown resource.
+ * The audience asked for at the authorization endpoint (or by client_credentials), in canonical form, or
+ * undefined for none. Throws `invalid_target` for a malformed or unknown resource.
  */
 export function requestedResource(value: string | undefined, state: ResourceIndicators | null): string[] | undefined {
   if (value === undefined || state === null) return undefined;
-  if (checkResourceUri(value) === null) throw invalidTarget("The resource must be an absolute URI without a fragment");
-  // Exact string comparison: no normalisation, so one resource's consent never covers another.
-  if (!state.resources.includes(value)) throw invalidTarget("The resource is not known to this server");
-  return [value];
+  const resource = canonical(value);
+  // Exact comparison past scheme and host case: one resource's consent never covers another.
+  if (!state.resources.includes(resource)) throw invalidTarget("The resource is not known to this server");
+  return [resource];
 }
 
 /**
@@ -67,7 +77,7 @@ export function narrowedResource(
   state: ResourceIndicators | null,
 ): string[] | undefined {
   if (value === undefined || state === null) return bound === undefined ? undefined : [...bound];
-  if (checkResourceUri(value) === null) throw invalidTarget("The resource must be an absolute URI without a fragment");
-  if (bound === undefined || !bound.includes(value)) throw invalidTarget("The resource was not part of the authorization");
-  return [value];
+  const resource = canonical(value);
+  if (bound === undefined || !bound.includes(resource)) throw invalidTarget("The resource was not part of the authorization");
+  return [resource];
 }

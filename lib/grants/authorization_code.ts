@@ -6,9 +6,10 @@
 import { defineGrant, type Grant } from "../core/grant.ts";
 import { jwtAccessTokens } from "../features/jwt_access_tokens.ts";
 import { OAuthError } from "../errors.ts";
+import { offlineAccess } from "../features/offline_access.ts";
 import { narrowedResource, resourceIndicators } from "../features/resource_indicators.ts";
 import { CODE_VERIFIER, verifyPkce } from "../pkce.ts";
-import { scopeWithin } from "../scope.ts";
+import { clientAllowsAll, grantsOfflineAccess } from "../scope.ts";
 import { sha256 } from "../sha256.ts";
 import type { ClientRecord } from "../storage/types.ts";
 import { issueTokens } from "../issue_tokens.ts";
@@ -25,7 +26,7 @@ function proven(client: ClientRecord, verifier: string | undefined, challenge: s
 /** Exchanges a code for tokens. Everything is checked before the code is spent, so a bad try costs nothing. */
 export const authorizationCode: Grant = defineGrant({
   reads: ["clock", "storage", "accessTokenTtl", "refreshTokenTtl"],
-  uses: [resourceIndicators, jwtAccessTokens],
+  uses: [resourceIndicators, offlineAccess, jwtAccessTokens],
   clientFields: ["client_id", "type", "scopes", "grant_types", "redirect_uris", "metadata"],
   confidentialOnly: false,
   userApproved: true,
@@ -69,13 +70,15 @@ export const authorizationCode: Grant = defineGrant({
     }
 
     // The client's registration may have changed since the user approved.
-    if (!scopeWithin(record.scope, client.scopes.join(" "))) {
+    const offline = context.features.offline_access !== null;
+    if (!clientAllowsAll(client, record.scope, offline)) {
       throw new OAuthError("invalid_scope", { description: "The scope is no longer allowed for this client" });
     }
 
     // RFC 8707 §2.2: the token request may narrow the audience bound at authorization, never change it.
     const resource = narrowedResource(form.get("resource"), record.resource, context.features.resource_indicators);
-    const refresh = client.grant_types.includes("refresh_token");
+    // With offline_access on, a refresh token only for a grant the user gave offline access (MCP 2026-07-28).
+    const refresh = client.grant_types.includes("refresh_token") && (!offline || grantsOfflineAccess(record.scope));
     const { response, records } = await issueTokens({
       client_id: client.client_id,
       user_id: record.user_id,

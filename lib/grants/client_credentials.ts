@@ -5,6 +5,7 @@
  */
 import { defineGrant, type Grant } from "../core/grant.ts";
 import { jwtAccessTokens } from "../features/jwt_access_tokens.ts";
+import { offlineAccess } from "../features/offline_access.ts";
 import { profile } from "../features/profile.ts";
 import { requestedResource, resourceIndicators } from "../features/resource_indicators.ts";
 import { requestedScope } from "../scope.ts";
@@ -13,12 +14,17 @@ import { newGrantId } from "../tokens.ts";
 
 /** Issues a token to the client itself; a refresh token only when the client is configured for one. */
 export const clientCredentials: Grant = defineGrant({
-  reads: ["clock", "storage", "accessTokenTtl", "refreshTokenTtl"],
-  uses: [profile, resourceIndicators, jwtAccessTokens],
+  reads: ["clock", "storage", "accessTokenTtl", "refreshTokenTtl", "scopes"],
+  uses: [profile, resourceIndicators, offlineAccess, jwtAccessTokens],
   clientFields: ["client_id", "scopes", "default_scope", "grant_types", "client_credentials_refresh_token", "metadata"],
   confidentialOnly: true,
   async exchange(exchange, form, client, context) {
-    const scope = requestedScope(form.get("scope"), client, context.features.profile.scopePolicy);
+    // Under the multiple policy a request is narrowed to the client's scopes, as at /authorize (RFC 6749 §3.3).
+    const scope = requestedScope(form.get("scope"), client, {
+      policy: context.features.profile.scopePolicy,
+      known: context.scopes,
+      offlineAccess: context.features.offline_access !== null,
+    });
     // No user consents here: the client may name any configured resource (RFC 8707 §2).
     const resource = requestedResource(form.get("resource"), context.features.resource_indicators);
     const now = context.clock();

@@ -6,10 +6,11 @@
 import { defineGrant, type Grant } from "../core/grant.ts";
 import { jwtAccessTokens } from "../features/jwt_access_tokens.ts";
 import { OAuthError } from "../errors.ts";
+import { offlineAccess } from "../features/offline_access.ts";
 import { profile } from "../features/profile.ts";
 import { refreshGrace } from "../features/refresh_grace.ts";
 import { narrowedResource, resourceIndicators } from "../features/resource_indicators.ts";
-import { refreshScope, scopeWithin } from "../scope.ts";
+import { clientAllowsAll, refreshScope } from "../scope.ts";
 import { sha256 } from "../sha256.ts";
 import { issueTokens } from "../issue_tokens.ts";
 
@@ -18,8 +19,8 @@ const invalidGrant = (description: string) => new OAuthError("invalid_grant", { 
 /** Rotates a refresh token: the old one is spent, a new pair is issued in the same grant, with the same scope. */
 export const refreshToken: Grant = defineGrant({
   reads: ["clock", "storage", "accessTokenTtl"],
-  uses: [profile, refreshGrace, resourceIndicators, jwtAccessTokens],
-  clientFields: ["client_id", "scopes", "metadata"],
+  uses: [profile, refreshGrace, resourceIndicators, offlineAccess, jwtAccessTokens],
+  clientFields: ["client_id", "scopes", "grant_types", "metadata"],
   confidentialOnly: false,
   userApproved: true,
   async exchange(exchange, form, client, context) {
@@ -45,7 +46,7 @@ export const refreshToken: Grant = defineGrant({
     const scope = refreshScope(form.get("scope"), record.scope, context.features.profile.scopePolicy);
     // A refresh keeps the grant's audience; the access token's may narrow (RFC 8707 §2.2).
     const resource = narrowedResource(form.get("resource"), record.resource, context.features.resource_indicators);
-    if (!scopeWithin(record.scope, client.scopes.join(" "))) {
+    if (!clientAllowsAll(client, record.scope, context.features.offline_access !== null)) {
       throw new OAuthError("invalid_scope", { description: "The scope is no longer allowed for this client" });
     }
 

@@ -17,7 +17,7 @@ import { ConfigurationError, OAuthError } from "../errors.ts";
 import { jsonResponse, pathOf, respond, type ResponseParts, targetOf } from "../http.ts";
 import type { EndUser } from "../options.ts";
 import { type AuthorizationServer, createAuthorizationServer } from "../server.ts";
-import { localTokenVerifier, protectedResource } from "../resource_server.ts";
+import { localTokenVerifier, type ProtectedResource, protectedResource } from "../resource_server.ts";
 import { memoryStorage } from "../storage/memory.ts";
 import type { Storage } from "../storage/types.ts";
 import { configClient, type ConfigUser, DEMO_CONFIG, libraryOptions, type ReferenceConfig } from "./config.ts";
@@ -143,11 +143,6 @@ export async function createReferenceApp(options: ReferenceAppOptions): Promise<
   await writeConfigClients(config, server);
   const purge = schedulePurge(storage, options.purgeInterval ?? 60_000, clock, options.onError);
 
-  // The sample protected API (spec §4.3): /api/reports needs reports.read; /api/me takes any valid token.
-  const resources = new Map([
-    ["/api/reports", server.protect("reports.read", (r, token) => respond(r, jsonResponse(200, { reports: REPORTS, token })))],
-    ["/api/me", server.protect(undefined, (r, token) => respond(r, jsonResponse(200, { token })))],
-  ]);
   // Connected apps: the signed-in user's grants, each revocable (CSRF-protected, not frameable).
   const apps = connectedApps({
     storage: server.storage,
@@ -158,14 +153,7 @@ export async function createReferenceApp(options: ReferenceAppOptions): Promise<
     issuer: server.issuer,
     ...(config.trust_proxy ? { clientAddress: trustedProxies(config.trust_proxy) } : {}),
   });
-  // RFC 9728 metadata of the sample API (resource `{issuer}/api`), at the bare and the path-variant address.
-  const sampleApi = protectedResource({
-    resource: `${server.issuer}/api`,
-    authorizationServers: [server.issuer],
-    verify: localTokenVerifier(server),
-    scopesSupported: config.scopes.map((s) => s.name),
-    resourceName: "Sample reports API",
-  });
+  const sampleApi = sampleResource(server, config, options.onError);
   /** A page's failure (the store down or slow) as the router renders one: reported, then an error page. */
   const page = async (request: Request, endpoint: string, handler: () => Promise<Response>): Promise<Response> => {
     try {
@@ -182,14 +170,16 @@ export async function createReferenceApp(options: ReferenceAppOptions): Promise<
   const route = async (request: Request, info?: unknown): Promise<Response> => {
     const path = pathOf(targetOf(request.url));
     if (path.startsWith("/.well-known/oauth-protected-resource")) {
-      const metadata = sampleApi.metadataResponse(request);
+      const metadata = sampleApi.resource.metadataResponse(request);
       if (metadata) return metadata;
     }
-    const resource = resources.get(path);
     const read = request.method === "GET" || request.method === "HEAD";
-    if (resource) {
-      if (read) return resource(request, info);
-      return respond(request, errorJson(new OAuthError("invalid_request", { status: 405, headers: { allow: "GET, HEAD" } })));
+    const routes = sampleApi.routes.get(path);
+    if (routes) {
+      const handler = routes.get(read ? "GET" : request.method);
+      if (handler) return handler(request);
+      const allow = [...routes.keys()].flatMap((m) => (m === "GET" ? ["GET", "HEAD"] : [m])).join(", ");
+      return respond(request, errorJson(new OAuthError("invalid_request", { status: 405, headers: { allow } })));
     }
     if (path === "/" && read) return respond(request, landing(server));
     if (path === `${new URL(server.issuer).pathname.replace(/\/$/, "")}/account/apps`) return page(request, "connected_apps", () => apps(request, info));
@@ -204,6 +194,43 @@ export async function createReferenceApp(options: ReferenceAppOptions): Promise<
     basePath: new URL(server.issuer).pathname.replace(/\/$/, ""),
   });
   return { server, fetch: observed, close: () => clearInterval(purge) };
+}
+
+/** The scopes the sample API's routes need, as its RFC 9728 metadata lists them (those the config declares). */
+const SAMPLE_SCOPES = ["reports.read", "reports.write"];
+
+/**
+ * The sample protected API (spec §4.3), guarded the way the README tells users to guard theirs: by
+ * `protectedResource` for the resource `{issuer}/api`, with RFC 9728 metadata listing the scopes its routes use
+ * and 401/403 challenges that point at it. `GET /api/reports` needs `reports.read`, `POST /api/reports`
+ * `reports.write` (it stores nothing), `GET /api/me` any valid token. A token bound to another resource (an
+ * MCP server's) is refused; a token bound to none is taken, because the spec's clients never send `resource`.
+ */
+function sampleResource(
+  server: AuthorizationServer,
+  config: ReferenceConfig,
+  onError: ReferenceAppOptions["onError"],
+): { resource: ProtectedResource; routes: Map<string, Map<string, (request: Request) => Promise<Response>>> } {
+  const known = new Set(config.scopes.map((s) => s.name));
+  const scopes = SAMPLE_SCOPES.filter((s) => known.has(s));
+  const resource = protectedResource({
+    resource: `${server.issuer}/api`,
+    authorizationServers: [server.issuer],
+    verify: localTokenVerifier(server),
+    ...(scopes.length > 0 ? { scopesSupported: scopes } : {}),
+    resourceName: "Sample reports API",
+    requireAudience: false,
+    ...(onError ? { onError } : {}),
+  });
+  const json = (status: number, body: unknown) => (request: Request) => respond(request, jsonResponse(status, body));
+  const routes = new Map([
+    ["/api/reports", new Map([
+      ["GET", resource.protect(["reports.read"], (r, token) => json(200, { reports: REPORTS, token })(r))],
+      ["POST", resource.protect(["reports.write"], (r, token) => json(202, { accepted: true, stored: false, token })(r))],
+    ])],
+    ["/api/me", new Map([["GET", resource.protect(undefined, (r, token) => json(200, { token })(r))]])],
+  ]);
+  return { resource, routes };
 }
 
 /**
@@ -258,7 +285,7 @@ function landing(server: AuthorizationServer): ResponseParts {
     `authorize: GET  ${server.issuer}/index.php?module=OAuth2&action=authorize`,
     `token:     POST ${server.issuer}/index.php?module=OAuth2&action=token`,
     `metadata:  GET  ${server.issuer}/.well-known/oauth-authorization-server`,
-    `sample API: GET ${server.issuer}/api/reports (scope reports.read), GET ${server.issuer}/api/me`,
+    `sample API: GET ${server.issuer}/api/reports (scope reports.read), POST ${server.issuer}/api/reports (reports.write), GET ${server.issuer}/api/me`,
     `resource metadata: GET ${new URL(server.issuer).origin}/.well-known/oauth-protected-resource`,
     `connected apps (for users): ${server.issuer}/account/apps`,
     `health: GET ${server.issuer}/healthz, GET ${server.issuer}/readyz`,

@@ -83,6 +83,8 @@ export interface ReferenceConfig {
   signing_keys?: { algorithm?: "ES256" | "EdDSA" | "RS256" | "PS256"; rotate_after_days?: number; retire_after_days?: number };
   cors?: { origins?: string[] };
   refresh_grace_seconds?: number;
+  /** Refresh tokens of the code flow only when `offline_access` is granted (MCP 2026-07-28). */
+  offline_access?: boolean;
   /** Addresses or CIDR ranges of trusted reverse proxies. */
   trust_proxy?: string[];
   /** Seconds a request body may take to arrive (408 past it). */

@@ -38,6 +38,7 @@ const EVERYTHING: Metadata = {
   device_authorization_endpoint: `${ISSUER}/device_authorization`,
   dpop_signing_alg_values_supported: ["ES256"],
   authorization_response_iss_parameter_supported: true,
+  scopes_supported: ["read", "offline_access"],
 };
 
 /** A server that serves `metadata` and answers everything else 404. */

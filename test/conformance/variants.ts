@@ -342,6 +342,143 @@ const mcpVariants: Variant[] = [
   },
 ];
 
+/** A redirect to the authorization request's redirect_uri with `error` (and state and iss), as a server sends one. */
+function redirectError(request: Request, error: string): Response {
+  const query = new URL(request.url).searchParams;
+  const location = new URL(query.get("redirect_uri")!);
+  location.searchParams.set("error", error);
+  const state = query.get("state");
+  if (state !== null) location.searchParams.set("state", state);
+  location.searchParams.set("iss", new URL(request.url).origin);
+  return new Response(null, { status: 302, headers: { location: location.href } });
+}
+
+/** A JSON body rewritten by `edit`, headers kept (but the length). */
+async function editJson(response: Response, edit: (body: Record<string, unknown>) => void): Promise<Response> {
+  const body = await response.json() as Record<string, unknown>;
+  edit(body);
+  const headers = new Headers(response.headers);
+  headers.delete("content-length");
+  return new Response(JSON.stringify(body), { status: response.status, headers });
+}
+
+/** The MCP 2026-07-28 cases (conformance/cases/mcp_2026.ts), each with the bug a server might plant. */
+const mcp2026Variants: Variant[] = [
+  {
+    name: "a request beyond the client's scopes refused outright (the spec's exact rule in an MCP deployment)",
+    catches: ["MCP-SCOPE-NARROWED"],
+    mcp: true,
+    profile: "mcp",
+    build: () => mcpApp({ configure: (c) => ({ ...c, scope_policy: "single" }) }),
+  },
+  {
+    name: "every scope asked for granted, the one the client may not have included",
+    catches: ["MCP-SCOPE-NEVER-WIDER"],
+    mcp: true,
+    profile: "mcp",
+    async build() {
+      let asked: string | null = null;
+      const app = editAuthorizeQuery(await mcpApp(), (q) => void (asked = q.get("scope")));
+      return editResponse(app, isToken, (response) =>
+        response.status === 200 && asked !== null ? editJson(response, (body) => void (body.scope = asked)) : response);
+    },
+  },
+  {
+    name: "offline_access in the MCP endpoint's resource metadata",
+    catches: ["MCP-PRM-NO-OFFLINE-ACCESS"],
+    mcp: true,
+    profile: "mcp",
+    async build() {
+      return editResponse(await mcpApp(), (url) => url.pathname.startsWith("/.well-known/oauth-protected-resource"), (response) =>
+        response.status === 200 ? editJson(response, (body) => void (body.scopes_supported = [...body.scopes_supported as string[], "offline_access"])) : response);
+    },
+  },
+  {
+    name: "a 403 insufficient_scope that names no scope",
+    catches: ["MCP-STEP-UP"],
+    mcp: true,
+    profile: "mcp",
+    async build() {
+      return editResponse(await mcpApp(), isPath("/mcp"), (response) => {
+        if (response.status !== 403) return response;
+        const headers = new Headers(response.headers);
+        headers.set("www-authenticate", (headers.get("www-authenticate") ?? "").replace(/, scope="[^"]*"/, ""));
+        return new Response(response.body, { status: 403, headers });
+      });
+    },
+  },
+  {
+    name: "offline_access listed, but no refresh token when it is granted",
+    catches: ["MCP-OFFLINE-ACCESS"],
+    mcp: true,
+    profile: "mcp",
+    async build() {
+      return editResponse(await mcpApp({ configure: (c) => ({ ...c, offline_access: true }) }), isToken, (response) =>
+        response.status === 200 ? editJson(response, (body) => void delete body.refresh_token) : response);
+    },
+  },
+  {
+    name: "prompt=consent refused with invalid_request",
+    catches: ["MCP-PROMPT-CONSENT"],
+    mcp: true,
+    profile: "mcp",
+    async build() {
+      const app = await mcpApp();
+      return (request) => (isAuthorize(new URL(request.url)) && new URL(request.url).searchParams.get("prompt") === "consent"
+        ? Promise.resolve(redirectError(request, "invalid_request"))
+        : app(request));
+    },
+  },
+  {
+    name: "prompt ignored: prompt=none shows the login page",
+    catches: ["MCP-PROMPT-NONE"],
+    mcp: true,
+    profile: "mcp",
+    async build() {
+      return editAuthorizeQuery(await mcpApp(), (q) => q.delete("prompt"));
+    },
+  },
+  {
+    name: "resource matched case-sensitively in scheme and host",
+    catches: ["MCP-RESOURCE-CANONICAL"],
+    mcp: true,
+    profile: "mcp",
+    async build() {
+      const app = await mcpApp();
+      return (request) => {
+        const resource = new URL(request.url).searchParams.get("resource");
+        const shouted = resource !== null && /^[^/]*[A-Z]/.test(resource.replace(/^([^:]*):\/\/([^/]*).*$/, "$1$2"));
+        return isAuthorize(new URL(request.url)) && shouted ? Promise.resolve(redirectError(request, "invalid_target")) : app(request);
+      };
+    },
+  },
+  {
+    name: "iss on the code, but not on error redirects",
+    catches: ["MCP-ISS-EVERY-RESPONSE"],
+    mcp: true,
+    profile: "mcp",
+    async build() {
+      return editResponse(await mcpApp(), isAuthorize, (response, request) => {
+        const location = response.headers.get("location");
+        if (location === null || !new URL(location, request.url).searchParams.has("error")) return response;
+        const url = new URL(location, request.url);
+        url.searchParams.delete("iss");
+        return new Response(null, { status: response.status, headers: { location: url.href } });
+      });
+    },
+  },
+  {
+    name: "revocation answers an empty 200 without a content type (simple-oauth2 refuses it)",
+    catches: ["MCP-REVOKE-JSON"],
+    mcp: true,
+    profile: "mcp",
+    async build() {
+      return editResponse(await mcpApp(), isRevoke, (response) =>
+        response.status === 200 ? new Response(null, { status: 200, headers: { "cache-control": "no-store" } }) : response);
+    },
+  },
+];
+
 const moreVariants: Variant[] = [
   ...mcpVariants,
   ...redirectVariants,
@@ -647,6 +784,7 @@ const moreVariants: Variant[] = [
 
 export const VARIANTS: Variant[] = [
   ...moreVariants,
+  ...mcp2026Variants,
   {
     name: "PKCE verifier not checked",
     catches: ["SEC-PKCE-VERIFIER-MISMATCH", "SEC-PKCE-VERIFIER-SYNTAX"],

@@ -22,13 +22,16 @@ describe("revocation (RFC 7009)", () => {
     expect((await server.fetch(form(`${ISSUER}/revoke`, { client_id: "spa", token: "unknown" }))).status).toBe(200);
   });
 
-  test("the answer is an empty 200 without a JSON content type (interop with @badgateway/oauth2-client)", async () => {
+  test("the answer is {} as JSON, for a live token and an unknown one alike (simple-oauth2 and badgateway both read it)", async () => {
     const { server } = await fixture();
     const tokens = await spaTokens(server);
-    const response = await server.fetch(form(`${ISSUER}/revoke`, { client_id: "spa", token: tokens.access_token }));
-    expect(response.status).toBe(200);
-    expect(response.headers.get("content-type")).toBeNull();
-    expect(await response.text()).toBe("");
+    for (const token of [tokens.access_token, tokens.refresh_token, "never-issued"]) {
+      const response = await server.fetch(form(`${ISSUER}/revoke`, { client_id: "spa", token }));
+      expect(response.status).toBe(200);
+      expect(response.headers.get("content-type")).toMatch(/^application\/json\b/);
+      expect(response.headers.get("cache-control")).toBe("no-store");
+      expect(await response.text()).toBe("{}");
+    }
   });
 
   test("another client's token is refused with unauthorized_client (RFC 7009 §2.1) and left alone", async () => {

@@ -4,7 +4,7 @@ import { describe, expect, test } from "vitest";
 import type { AuthorizationServer } from "../../mod.ts";
 import { createReferenceApp } from "../../lib/reference/app.ts";
 import { DEMO_CONFIG, parseConfig } from "../../lib/reference/config.ts";
-import { csrfOf, errorOf, fixture, ISSUER, pkce, postToken } from "../helpers.ts";
+import { csrfOf, errorOf, fixture, ISSUER, pkce, postToken, SECRETS } from "../helpers.ts";
 
 const LOOPBACK = "http://127.0.0.1/callback";
 
@@ -114,9 +114,9 @@ describe("the rfc6749 profile", () => {
     expect(body.scope).toBe("read write");
   });
 
-  test("a scope the client lacks, or a malformed list, is invalid_scope", async () => {
+  test("only scopes the client lacks, an unknown scope, or a malformed list, is invalid_scope", async () => {
     const { server: s } = await server("rfc6749");
-    for (const scope of ["read admin", "read  write", " read", "read\twrite"]) {
+    for (const scope of ["admin", "admin admin", "read unknown.scope", "read  write", " read", "read\twrite"]) {
       const response = await authorize(s, { response_type: "code", client_id: "cli", redirect_uri: LOOPBACK, scope, code_challenge: "x".repeat(43), code_challenge_method: "S256" });
       expect(new URL(response.headers.get("location")!).searchParams.get("error"), scope).toBe("invalid_scope");
     }
@@ -204,5 +204,44 @@ describe("the reference server's scope_policy key sets the scope part of the spe
     expect(granted.status).toBe(200);
     expect((await granted.json() as { scope: string }).scope).toBe("exports reports.read");
     expect(() => parseConfig({ ...DEMO_CONFIG, scope_policy: "many" }, "test")).toThrow(/scope_policy/);
+  });
+});
+
+// Scope narrowing under the multiple policy (RFC 6749 §3.3; MCP hosts ask for every scope a resource lists).
+describe("the rfc6749 profile narrows a request to the client's scopes", () => {
+  const ask = { response_type: "code", client_id: "cli", redirect_uri: LOOPBACK, code_challenge: "x".repeat(43), code_challenge_method: "S256" };
+
+  test("the consent page, the code and the token response carry the allowed part, in the order asked", async () => {
+    const { server: s } = await server("rfc6749");
+    const page = await s.fetch(new Request(`${ISSUER}/authorize?${new URLSearchParams({ ...ask, scope: "admin write read" })}`));
+    expect(page.status).toBe(200);
+    const html = await page.text();
+    expect(html).toContain("Edit your reports");
+    expect(html).toContain("Read your reports");
+    expect(html).not.toContain("Administer");
+    const { status, body } = await tokens(s, { redirect_uri: LOOPBACK, scope: "admin write read" });
+    expect([status, body.scope]).toEqual([200, "write read"]);
+    // The grant holds what was granted: a refresh keeps exactly that, and cannot reach for the rest.
+    const refreshed = await (await refresh(s, body.refresh_token!)).json();
+    expect(refreshed.scope).toBe("write read");
+    expect((await errorOf(await refresh(s, refreshed.refresh_token, "read admin"))).error).toBe("invalid_scope");
+  });
+
+  test("client_credentials narrows the same way", async () => {
+    const { server: s } = await server("rfc6749");
+    const response = await s.fetch(new Request(`${ISSUER}/token`, {
+      method: "POST",
+      headers: { "content-type": "application/x-www-form-urlencoded" },
+      body: new URLSearchParams({ grant_type: "client_credentials", client_id: "backend", client_secret: SECRETS.backend, scope: "admin export write" }),
+    }));
+    expect([response.status, (await response.json()).scope]).toEqual([200, "export"]);
+  });
+
+  test("the spec profile keeps its exact rule: a scope the client lacks is invalid_scope", async () => {
+    const { server: s } = await server(undefined);
+    const response = await authorize(s, { ...ask, scope: "admin" });
+    expect(new URL(response.headers.get("location")!).searchParams.get("error")).toBe("invalid_scope");
+    expect((await errorOf(await postToken(s, { grant_type: "client_credentials", client_id: "backend", client_secret: SECRETS.backend, scope: "admin" }))).error)
+      .toBe("invalid_scope");
   });
 });

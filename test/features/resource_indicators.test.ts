@@ -93,3 +93,39 @@ describe("bound to the code and the grant", () => {
     await expect(mcpFixture({ resources: ["https://mcp.example.com/#x"] })).rejects.toThrow(/resources/);
   });
 });
+
+// Canonical resources (MCP 2026-07-28 "Canonical Server URI"; RFC 3986 §6.2.2.1): scheme and host are
+// case-insensitive, so a resource that differs from a configured one only there is that resource; `aud`
+// carries the canonical form. Anything else stays an exact match.
+describe("canonical resources", () => {
+  const UPPER = "HTTPS://MCP.Example.COM/mcp";
+
+  test("an upper-case scheme or host is the configured resource, and the audience is its canonical form", async () => {
+    const { server } = await mcpFixture();
+    const { status, body } = await codeFlow(server, { resource: UPPER }, { resource: "https://MCP.EXAMPLE.COM/mcp" });
+    expect(status).toBe(200);
+    expect((await server.verifyAuthorization(`Bearer ${body.access_token}`)).aud).toEqual([MCP]);
+    const refreshed = await post(server, "/token", { grant_type: "refresh_token", client_id: "cli", refresh_token: String(body.refresh_token), resource: "hTTps://mcp.example.com/mcp" });
+    expect(refreshed.status).toBe(200);
+  });
+
+  test("a configured resource written with capitals binds tokens to its canonical form", async () => {
+    const { server } = await mcpFixture({ resources: ["https://MCP.Example.com/mcp"] });
+    const { body } = await codeFlow(server, { resource: "https://MCP.Example.com/mcp" });
+    expect((await server.verifyAuthorization(`Bearer ${body.access_token}`)).aud).toEqual([MCP]);
+  });
+
+  test.each([
+    ["the path in another case", "https://mcp.example.com/MCP"],
+    ["a trailing slash", `${MCP}/`],
+    ["the default port written out", "https://mcp.example.com:443/mcp"],
+    ["a percent-encoded path", "https://mcp.example.com/%6Dcp"],
+    ["a dot segment", "https://mcp.example.com/x/../mcp"],
+    ["a query", `${MCP}?a=1`],
+    ["a leading space", ` ${MCP}`],
+  ])("%s is another resource: invalid_target", async (_, resource) => {
+    const { server } = await mcpFixture();
+    const { authorize } = await codeFlow(server, { resource });
+    expect(redirectError(authorize)).toBe("invalid_target");
+  });
+});

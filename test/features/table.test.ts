@@ -61,6 +61,7 @@ const ON: Record<string, Options> = {
   resource_indicators: { resources: ["https://mcp.example.com/mcp"] },
   refresh_grace: { refreshGraceSeconds: 30 },
   jwt_access_tokens: { accessTokenFormat: "jwt" },
+  offline_access: { offlineAccess: true },
 };
 /** How to switch off a feature that is on by default; null: always on. */
 const OFF: Record<string, Options | null> = {

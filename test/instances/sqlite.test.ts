@@ -123,7 +123,8 @@ test("a store that cannot be opened ends the start with one line and exit code 1
   expect(unknown.output.trim().split("\n").filter((l) => !l.startsWith("warning:"))).toEqual([
     'Cannot open store "mysql://db.example/oauth": use memory, sqlite:PATH, postgres://… or redis://…',
   ]);
-  const unreachable = await startFailure(file, ["--store", "postgres://app:hunter2-password@127.0.0.1:1/oauth"]);
+  // A shared store needs a configured secret (checked first); with one, the unreachable database is named.
+  const unreachable = await startFailure(file, ["--store", "postgres://app:hunter2-password@127.0.0.1:1/oauth", "--secret", "s".repeat(32)]);
   expect(unreachable.code).toBe(1);
   expect(unreachable.output).toContain('Cannot open store "postgres://app:***@127.0.0.1:1/oauth"');
   expect(unreachable.output).not.toContain("hunter2");

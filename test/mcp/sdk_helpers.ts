@@ -153,3 +153,15 @@ export async function connectAndCall(
   return { authorizationUrl: provider.authorizationUrl!, whoami: JSON.parse(text) as { user: string; scope: string; aud: string[]; client_id: string } };
 }
 
+
+/** A host whose client was registered by the operator beforehand: the SDK uses its client_id as it is. */
+export function preRegistered(redirect: string, clientId: string): MemoryProvider {
+  const host = new MemoryProvider(redirect);
+  host.info = { client_id: clientId };
+  return host;
+}
+
+/** The scopes of a space-delimited list plus `more`, without repeats: what a host asks for on step-up (SEP-2350). */
+export function union(granted: string | undefined, ...more: (string | undefined)[]): string {
+  return [...new Set([granted, ...more].flatMap((s) => (s === undefined ? [] : s.split(" "))))].join(" ");
+}

@@ -49,7 +49,8 @@ describe("the packed tarball", () => {
       expect(files).toContain(target.types.slice(2));
     }
     for (const file of ["README.md", "package.json", "LICENSE", "CHANGELOG.md", "lib/reference/config.schema.json"]) expect(files).toContain(file);
-    const stray = files.filter((f) => !/^dist\/.*\.(js|d\.ts)$/.test(f) && !["README.md", "package.json", "LICENSE", "CHANGELOG.md", "lib/reference/config.schema.json"].includes(f));
+    // npm packs every README it finds: the docs beside the code ship with it (lib/README.md, lib/reference/README.md).
+    const stray = files.filter((f) => !/^dist\/.*\.(js|d\.ts)$/.test(f) && !/(^|\/)README\.md$/.test(f) && !["package.json", "LICENSE", "CHANGELOG.md", "lib/reference/config.schema.json"].includes(f));
     expect(stray).toEqual([]);
     // No TypeScript sources or tests; of the command line, only the Node build (the Deno and Bun entry points run from source).
     expect(files.filter((f) => /(^|\/)test\/|\.test\.|(?<!\.d)\.ts$|serve_(deno|bun)/.test(f))).toEqual([]);

@@ -188,7 +188,7 @@ describe("the published JSON Schema", () => {
     const keys = (schema: any) => Object.keys(schema.properties).sort();
     expect(keys(published)).toEqual(
       ["$schema", "users", "scopes", "clients", "store", "secret", "scope_policy", "default_scope", "resources", "client_metadata_documents",
-        "registration", "cors", "refresh_grace_seconds", "trust_proxy", "body_timeout_seconds", "audit_log", "metrics", "lifetimes",
+        "registration", "cors", "refresh_grace_seconds", "trust_proxy", "body_timeout_seconds", "audit_log", "metrics", "lifetimes", "offline_access",
         "access_token_format", "access_token_audience", "signing_keys"].sort(),
     );
     expect(keys(published.properties.clients.items)).toEqual(
