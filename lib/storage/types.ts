@@ -87,6 +87,10 @@ export interface CodeRecord {
   expires_at: number;
   /** Set once redeemed; a redeemed code is kept until it expires so that a replay is recognised. */
   redeemed_at?: number;
+  /** The DPoP key thumbprint the code is bound to at the authorization endpoint (RFC 9449 §10, `dpop_jkt`). */
+  dpop_jkt?: string;
+  /** When the user signed in (seconds since the epoch), where known. */
+  auth_time?: number;
 }
 
 /** An access token, stored by hash. */
@@ -105,6 +109,12 @@ export interface AccessTokenRecord {
   expires_at: number;
   /** The grant it belongs to; absent for a client_credentials token that has no refresh token. */
   grant_id?: string;
+  /** The JWK thumbprint (RFC 7638) of the DPoP key the token is bound to (RFC 9449 §6); absent: a bearer token. */
+  jkt?: string;
+  /** The actor of a delegation (RFC 8693 §4.1 `act`), as a JSON object; absent without one. */
+  act?: Record<string, unknown>;
+  /** When the user signed in (seconds since the epoch, as `auth_time`), where known. */
+  auth_time?: number;
 }
 
 /** A refresh token, stored by hash. */
@@ -130,6 +140,12 @@ export interface RefreshTokenRecord {
    * {@link Storage.rotateRefreshToken}; the grace window checks that this successor is still unrotated.
    */
   replaced_by?: string;
+  /** The JWK thumbprint (RFC 7638) of the DPoP key the token is bound to (RFC 9449 §6); absent: a bearer token. */
+  jkt?: string;
+  /** The actor of a delegation (RFC 8693 §4.1 `act`), as a JSON object; absent without one. */
+  act?: Record<string, unknown>;
+  /** When the user signed in (seconds since the epoch, as `auth_time`), where known. */
+  auth_time?: number;
 }
 
 /** What one successful code redemption, refresh or client_credentials request stores. */
