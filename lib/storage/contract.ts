@@ -401,6 +401,36 @@ export function storageContract(makeStore: () => Storage | Promise<Storage>, opt
       assert(new Set(results).size === 1 && values.includes(results[0]!), "every caller sees one stored value");
       assert((await store.initSetting(name, "later")) === results[0], "a later call keeps it");
     }),
+    check("settings: getSetting reads what initSetting and swapSetting stored, and null for none", async (store) => {
+      const name = id("setting");
+      assert((await store.getSetting(name)) === null, "an unknown setting is null");
+      assert((await store.initSetting(name, "first")) === "first", "initSetting stores");
+      assert((await store.getSetting(name)) === "first", "getSetting reads it");
+      assert((await store.swapSetting(name, "first", "second")) === true, "a swap from the stored value succeeds");
+      assert((await store.getSetting(name)) === "second", "getSetting reads the swapped value");
+      assert((await store.initSetting(name, "other")) === "second", "initSetting keeps a swapped value");
+    }),
+    check(`settings: ${n} concurrent swapSetting calls from one value have exactly one winner`, async (store) => {
+      const name = id("setting");
+      await store.initSetting(name, "v0");
+      const nexts = Array.from({ length: n }, (_, i) => `v1-${i}`);
+      const results = await Promise.all(nexts.map((next) => store.swapSetting(name, "v0", next)));
+      const winners = winnersOf(results);
+      assert(winners.length === 1, `exactly one swap wins (got ${winners.length})`);
+      assert((await store.getSetting(name)) === nexts[winners[0]!], "the winner's value is stored");
+      assert((await store.swapSetting(name, "v0", "late")) === false, "a swap from a stale value fails");
+      assert((await store.getSetting(name)) === nexts[winners[0]!], "and changes nothing");
+      assert((await store.swapSetting(name, null, "late")) === false, "a swap from null fails once a value is stored");
+    }),
+    check(`settings: ${n} concurrent swapSetting calls from null create the setting once`, async (store) => {
+      const name = id("setting");
+      const nexts = Array.from({ length: n }, (_, i) => `created-${i}`);
+      const results = await Promise.all(nexts.map((next) => store.swapSetting(name, null, next)));
+      const winners = winnersOf(results);
+      assert(winners.length === 1, `exactly one creation wins (got ${winners.length})`);
+      assert((await store.getSetting(name)) === nexts[winners[0]!], "the winner's value is stored");
+      assert((await store.swapSetting(id("setting"), "anything", "x")) === false, "a swap of an absent setting from a value fails");
+    }),
     check("purge: purgeExpired deletes every expired record and no live one", async (store) => {
       const soon = T0 + 1000;
       const expired: { codes: CodeRecord[]; issued: IssuedTokens[] } = { codes: [], issued: [] };

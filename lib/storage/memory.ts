@@ -465,6 +465,18 @@ export class MemoryStorage implements Storage {
     return Promise.resolve(value);
   }
 
+  /** See {@link Storage.getSetting}. */
+  getSetting(name: string): Promise<string | null> {
+    return Promise.resolve(this.settings.get(name) ?? null);
+  }
+
+  /** See {@link Storage.swapSetting}. */
+  swapSetting(name: string, expected: string | null, next: string): Promise<boolean> {
+    if ((this.settings.get(name) ?? null) !== expected) return Promise.resolve(false);
+    this.settings.set(name, next);
+    return Promise.resolve(true);
+  }
+
   /** Sweeps in slices, yielding to the event loop between them, so that requests keep flowing meanwhile. */
   async purgeExpired(now: number): Promise<number> {
     let deleted = 0;

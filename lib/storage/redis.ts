@@ -227,6 +227,16 @@ export class RedisStorage implements Storage {
     return String(await this.run("initSetting", undefined, [name, value]));
   }
 
+  /** The stored value of a setting, or null. */
+  async getSetting(name: string): Promise<string | null> {
+    return str(await this.run("getSetting", undefined, [name])) ?? null;
+  }
+
+  /** Compare-and-set, in one script. */
+  async swapSetting(name: string, expected: string | null, next: string): Promise<boolean> {
+    return Number(await this.run("swapSetting", undefined, [name, expected === null ? "0" : "1", expected ?? "", next])) === 1;
+  }
+
   /** Nothing to do: every expiring key carries a TTL, and Redis drops it by itself. */
   purgeExpired(_now: number): Promise<number> {
     return Promise.resolve(0);

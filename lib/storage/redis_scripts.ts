@@ -107,7 +107,7 @@ const script = (body: string): string => PRELUDE + body;
 export type ScriptName =
   | "getClient" | "saveClient" | "setClientActive" | "listClients" | "revokeClientGrants" | "saveCode" | "findCode"
   | "redeemCode" | "saveTokens" | "findAccessToken" | "findRefreshToken" | "rotateRefreshToken" | "revokeGrant"
-  | "revokeAccessToken" | "listGrants" | "markOnce" | "isMarked" | "initSetting";
+  | "revokeAccessToken" | "listGrants" | "markOnce" | "isMarked" | "initSetting" | "getSetting" | "swapSetting";
 
 /** The scripts, by verb; issued tokens are read by `store_tokens` from the index each script names. */
 export const SCRIPTS: Readonly<Record<ScriptName, string>> = {
@@ -289,4 +289,19 @@ return 0`),
 local key = P .. 'setting:' .. ARGV[4]
 redis.call('SET', key, ARGV[5], 'NX')
 return redis.call('GET', key)`),
+
+  getSetting: script(`
+return redis.call('GET', P .. 'setting:' .. ARGV[4])`),
+
+  /** ARGV[4] name, ARGV[5] "1" when a value is expected, ARGV[6] the expected value, ARGV[7] the next one. */
+  swapSetting: script(`
+local key = P .. 'setting:' .. ARGV[4]
+local current = redis.call('GET', key)
+if ARGV[5] == '1' then
+  if current ~= ARGV[6] then return 0 end
+elseif current then
+  return 0
+end
+redis.call('SET', key, ARGV[7])
+return 1`),
 };

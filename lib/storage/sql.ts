@@ -675,6 +675,23 @@ export class SqlStorage implements Storage {
     return String(rows[0].value);
   }
 
+  /** The stored value of a setting, or null. */
+  async getSetting(name: string): Promise<string | null> {
+    const rows = await this.run("SELECT value FROM oauth_settings WHERE name = $1", [name]);
+    return rows[0] ? String(rows[0].value) : null;
+  }
+
+  /**
+   * Compare-and-set in one statement. PostgreSQL re-checks a waiting UPDATE's condition against the row the
+   * winner wrote, and SQLite runs one writer at a time, so one caller per `expected` sees its row change.
+   */
+  async swapSetting(name: string, expected: string | null, next: string): Promise<boolean> {
+    const rows = expected === null
+      ? await this.run("INSERT INTO oauth_settings (name, value) VALUES ($1, $2) ON CONFLICT (name) DO NOTHING RETURNING name", [name, next])
+      : await this.run("UPDATE oauth_settings SET value = $3 WHERE name = $1 AND value = $2 RETURNING name", [name, expected, next]);
+    return rows.length > 0;
+  }
+
   /** Deletes expired records in bounded batches; how many. */
   async purgeExpired(now: number): Promise<number> {
     let total = 0;

@@ -267,6 +267,16 @@ export interface Storage {
    * For values every instance must share, such as a generated signing secret.
    */
   initSetting(name: string, value: string): Promise<string>;
+  /** The value stored under `name`, or null when there is none. */
+  getSetting(name: string): Promise<string | null>;
+  /**
+   * Atomically replaces the value under `name` with `next` if it is `expected` now, and says whether it did:
+   * among any number of callers racing with the same `expected`, exactly one gets true (while `next` differs
+   * from `expected`). `expected: null` means "only if nothing is stored yet". For values that move on, such as
+   * a set of signing keys: read with {@link Storage.getSetting}, compute the next value, swap, and on false
+   * read again (another instance moved first).
+   */
+  swapSetting(name: string, expected: string | null, next: string): Promise<boolean>;
 
   /**
    * Deletes expired codes, access tokens, refresh tokens, grants (and the tombstones of revoked grants) and
@@ -281,7 +291,7 @@ const METHODS = [
   "getClient", "saveClient", "setClientActive", "listClients", "deleteClient", "revokeClientGrants",
   "saveCode", "findCode", "redeemCode", "saveTokens", "findAccessToken", "findRefreshToken",
   "rotateRefreshToken", "revokeGrant", "revokeAccessToken", "listGrants", "markOnce", "isMarked",
-  "initSetting", "purgeExpired",
+  "initSetting", "getSetting", "swapSetting", "purgeExpired",
 ] as const satisfies readonly (keyof Storage)[];
 // Fails to compile when Storage gains a method this list misses.
 const complete: [Exclude<keyof Storage, (typeof METHODS)[number]>] extends [never] ? true : never = true;

@@ -1,5 +1,5 @@
-// Races between separate OS processes, each with its own database connection: N racers redeem one code, or
-// rotate one refresh token, at once; on every store, every round, exactly one wins and only the winner's
+// Races between separate OS processes, each with its own database connection: N racers redeem one code, rotate
+// one refresh token, or swap one setting, at once; on every store, every round, exactly one wins and only the winner's
 // tokens are stored. A single JS thread proves nothing about a database; this does. Node only.
 import { type ChildProcess, spawn } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
@@ -47,6 +47,33 @@ const cases: [Driver, () => string | undefined][] = [
 ];
 
 describe.each(cases)("races between %s racer processes", (driver, target) => {
+  test.skipIf(target() === undefined)(
+    `${ROUNDS} rounds x ${RACERS} processes: one swapSetting wins per value, from a stored value and from none`,
+    async () => {
+      const { store, close } = await openStore(driver, target()!);
+      const racers = await Promise.all(Array.from({ length: RACERS }, () => spawnRacer(driver, target()!)));
+      try {
+        for (let round = 0; round < ROUNDS; round++) {
+          const name = `race-setting-${driver}-${round}-${crypto.randomUUID()}`;
+          // Odd rounds race to create the setting (expected null), even rounds to replace a stored value.
+          const expected = round % 2 === 0 ? `v0-${crypto.randomUUID()}` : null;
+          if (expected !== null) await store.initSetting(name, expected);
+          const task = `${JSON.stringify({ round, verb: "setting", hash: name, grant: "", now: Date.now(), expected })}\n`;
+          for (const racer of racers) racer.child.stdin!.write(task);
+          const results = await Promise.all(racers.map(async (racer) => JSON.parse((await racer.lines.next()).value as string) as { won: boolean; access: string }));
+          const winners = results.filter((r) => r.won);
+          expect(winners.length, `setting round ${round}: exactly one winner`).toBe(1);
+          expect(await store.getSetting(name), `setting round ${round}: the winner's value`).toBe(winners[0]!.access);
+        }
+      } finally {
+        for (const racer of racers) racer.child.stdin!.end();
+        await Promise.all(racers.map((r) => new Promise((resolve) => r.child.exitCode !== null ? resolve(null) : r.child.once("exit", resolve))));
+        await close();
+      }
+    },
+    120_000,
+  );
+
   test.skipIf(target() === undefined)(
     `${ROUNDS} rounds x ${RACERS} processes: one code redeemed once, one refresh token rotated once; retries inside a grace window all succeed`,
     async () => {

@@ -2,7 +2,8 @@
  * One racer of test/storage/races.test.ts, as its own OS process with its own connection:
  *   node --import tsx test/support/racer.ts DRIVER TARGET
  * Prints "ready" (after migrating, with RACER_MIGRATE set), then for each stdin line {round, verb, hash, grant, now} it redeems the code (or rotates the
- * refresh token, with a 10 s grace window for "grace") with fresh token hashes and prints {round, won, access}.
+ * refresh token, with a 10 s grace window for "grace") with fresh token hashes and prints {round, won, access}; for
+ * "setting" it swaps the setting named `hash` from `expected` to a value of its own, printed as `access`.
  *
  * @module
  */
@@ -19,8 +20,17 @@ const random = () => crypto.randomUUID();
 const lines = createInterface({ input: process.stdin });
 process.stdout.write("ready\n");
 for await (const line of lines) {
-  const task = JSON.parse(line) as { round: number; verb: "code" | "refresh" | "grace"; hash: string; grant: string; now: number };
+  const task = JSON.parse(line) as { round: number; verb: "code" | "refresh" | "grace" | "setting"; hash: string; grant: string; now: number; expected?: string | null };
   const access = `at-${random()}`;
+  if (task.verb === "setting") {
+    // A compare-and-set of the setting named `hash` from `expected`; `access` doubles as this racer's value.
+    const won = await store.swapSetting(task.hash, task.expected ?? null, access).catch((error: unknown) => {
+      process.stderr.write(`racer error: ${String(error)}\n`);
+      return false;
+    });
+    process.stdout.write(`${JSON.stringify({ round: task.round, won, access })}\n`);
+    continue;
+  }
   const tokens = {
     access: { hash: access, client_id: "race", user_id: "u", scope: "read", grant_id: task.grant, expires_at: task.now + 3_600_000 },
     refresh: { hash: `rt-${random()}`, client_id: "race", user_id: "u", scope: "read", grant_id: task.grant, expires_at: task.now + 7_200_000 },
