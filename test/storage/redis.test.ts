@@ -59,6 +59,25 @@ describe.skipIf(!started(server))("storage contract: redisStorage through ioredi
     expect(lasting.filter((k) => !/^oauth:(client:[^:]+|clients|setting:.*|cgen:.*)$/.test(k))).toEqual([]);
   });
 
+  test("a revoked grant's tombstone outlives every token of the grant, which no index lists", async () => {
+    const prefix = `tomb-${Date.now()}:`;
+    const one = redisStorage({ ...executor(), prefix });
+    const now = Date.now();
+    const day = 86_400_000;
+    // An access token stored alone for its grant, living longer than any default tombstone; then a refresh pair.
+    await one.saveTokens({ access: { hash: "alone", client_id: "c", scope: "read", grant_id: "g1", expires_at: now + 2 * day } }, now);
+    await one.saveTokens({
+      access: { hash: "pair-at", client_id: "c", user_id: "u", scope: "read", grant_id: "g2", expires_at: now + 3_600_000 },
+      refresh: { hash: "pair-rt", client_id: "c", user_id: "u", scope: "read", grant_id: "g2", expires_at: now + 30 * day },
+    }, now);
+    await one.revokeGrant("g1");
+    await one.revokeGrant("g2");
+    expect(await one.findAccessToken("alone", now)).toBeNull();
+    expect(await one.findRefreshToken("pair-rt", now)).toBeNull();
+    expect(await redis.pttl(`${prefix}grant:g1`)).toBeGreaterThanOrEqual(await redis.pttl(`${prefix}at:alone`));
+    expect(await redis.pttl(`${prefix}grant:g2`)).toBeGreaterThanOrEqual(await redis.pttl(`${prefix}rt:pair-rt`));
+  });
+
   test("random sequences of verbs answer as the memory store does (model-based, 25 runs)", async () => {
     await checkAgainstModel((clock) => redisStorage({ clock, prefix: `model-${Date.now()}:`, eval: (s, k, a) => redis.eval(s, k.length, ...k, ...a) as Promise<unknown> }), Number(process.env.MODEL_RUNS_DB ?? 25));
   }, 120_000);
