@@ -42,6 +42,7 @@ import {
   refreshBody,
 } from "./fixture.ts";
 import { liveStoredIndex, storedToken } from "./stored.ts";
+import { DURABLE_OPS, type DurableOp, type DurableRow, type DurableServer, type DurableStore, durableTable, durableTargets, runDurable } from "./durable.ts";
 import { firstLine, load, type LoadRequest, loadOptions, loadRequests, type LoadResult, stop, withCpu } from "./load.ts";
 import { type Measurement, round, Samples } from "./stats.ts";
 import { isGate, targetWord, verdict } from "./verdict.ts";
@@ -86,6 +87,14 @@ const options = {
   inprocess: !flags.has("no-inprocess"),
   /** The storage rows (memory, SQLite, PostgreSQL), Node only; not in --smoke. */
   storage: !flags.has("no-storage") && !smoke,
+  /**
+   * The durable-store rows (durable.ts): this project, the peers and each database's limit over HTTP on memory,
+   * SQLite, PostgreSQL and Redis; Node only; not in --smoke. `--durable-servers` and `--durable-stores` narrow them.
+   */
+  durable: !flags.has("no-durable") && !smoke,
+  durableServers: (flags.get("durable-servers") ?? "project,node-oauth,oidc-provider,limit").split(",") as DurableServer[],
+  durableStores: (flags.get("durable-stores") ?? "memory,sqlite,postgres,redis").split(",") as DurableStore[],
+  durableSeconds: num("durable-seconds", 3),
   profile: flags.has("profile"),
   /** Each server child logs its collections (`--trace-gc` on V8, `BUN_JSC_logGC=1` on Bun), shown on stderr. */
   traceGc: flags.has("trace-gc"),
@@ -604,6 +613,20 @@ async function main(): Promise<number> {
       if (bare) row.ratio = row.result.rate / bare.result.rate;
     }
   }
+  let durableRows: DurableRow[] = [];
+  if (options.durable) {
+    process.stderr.write("durable stores (project, peers, limits) over HTTP on node...\n");
+    durableRows = await runDurable({
+      seconds: options.durableSeconds,
+      rounds: options.rounds,
+      warmup: 1,
+      connections: options.connections,
+      servers: options.durableServers,
+      stores: options.durableStores,
+      ops: (options.only ?? DURABLE_OPS).filter((op): op is DurableOp => (DURABLE_OPS as readonly string[]).includes(op)),
+      pool: 10,
+    }, (file, args) => start("node", file, args), (line) => process.stderr.write(`${line}\n`));
+  }
   const storedServers: Record<string, Omit<StoredServer, "results">> = {};
   if (options.stored.length > 0) {
     const scenarios = STORED_SCENARIOS.filter((s) => options.only === undefined || options.only.includes(s));
@@ -655,20 +678,29 @@ async function main(): Promise<number> {
   }
   console.log(`load average (1 min) at start and end: ${machine.load.join(", ")} on ${machine.cores} cores ` +
     "(the bench keeps about 2 busy; a start figure well above 0 means other work was running and skews every row)");
-  const failures = rows.filter((row) => row.result.errors > 0);
+  const durableGoals = durableTargets(durableRows);
+  if (durableRows.length > 0) {
+    console.log(`\ndurable stores over HTTP, ${options.connections} connections, ${options.rounds} × ${options.durableSeconds} s per row:`);
+    console.log(durableTable(durableRows));
+    console.log("trips: round trips per request (the server's driver); db: PostgreSQL statements (pg_stat_statements) or " +
+      "Redis commands (commandstats) per request; db µs / cpu µs: CPU time per request of the database / the server.");
+    for (const goal of durableGoals) console.log(`  ${goal.met ? "met   " : "MISSED"} ${goal.target}: ${goal.value.toFixed(2)}`);
+  }
+  const failures = [...rows, ...durableRows].filter((row) => row.result.errors > 0);
   const missed = rows.filter((row) => row.target && !row.target.met);
-  console.log(`\ntargets: ${rows.filter((row) => row.target?.met).length} met, ${missed.length} missed` +
-    (failures.length > 0 ? `; ${failures.length} rows had failed requests` : ""));
+  const goalsMissed = durableGoals.filter((goal) => !goal.met).length;
+  console.log(`\ntargets: ${rows.filter((row) => row.target?.met).length + durableGoals.length - goalsMissed} met, ` +
+    `${missed.length + goalsMissed} missed` + (failures.length > 0 ? `; ${failures.length} rows had failed requests` : ""));
 
   mkdirSync(options.out, { recursive: true });
   const file = join(options.out, `bench-${smoke ? "smoke-" : ""}${began.toISOString().replace(/[:.]/g, "-")}.json`);
-  const json = JSON.stringify({ machine, options: { ...options, smoke }, rows, stored_servers: storedServers }, null, 2);
+  const json = JSON.stringify({ machine, options: { ...options, smoke }, rows, durable: durableRows, stored_servers: storedServers }, null, 2);
   writeFileSync(file, json);
   writeFileSync(join(options.out, smoke ? "latest-smoke.json" : "latest.json"), json);
   console.log(`results: ${file}`);
 
   // The last line says PASS or FAIL, and the exit code says the same.
-  const { code, line } = verdict(rows, smoke);
+  const { code, line } = verdict([...rows, ...durableRows.map((row) => ({ section: "durable", runtime: "node", scenario: row.op, result: row.result }))], smoke);
   (code === 0 ? console.log : console.error)(line);
   return code;
 }
