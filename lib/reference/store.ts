@@ -11,7 +11,7 @@ import { cachedClients } from "../storage/cached_clients.ts";
 import { memoryStorage } from "../storage/memory.ts";
 import { redisStorage } from "../storage/redis.ts";
 import { sqliteExecutor, type SqliteConnection } from "../storage/sqlite.ts";
-import { sqlStorage } from "../storage/sql.ts";
+import { type SqlExecutor, sqlStorage } from "../storage/sql.ts";
 import type { Storage } from "../storage/types.ts";
 
 export type { SqliteStatement } from "../storage/sqlite.ts";
@@ -31,6 +31,11 @@ export const CLIENT_CACHE_MS = 1000;
 export interface StoreDrivers {
   /** Opens (creating it if needed) a SQLite database file. */
   openSqlite(path: string): SqliteDatabase | Promise<SqliteDatabase>;
+  /**
+   * Opens a SQLite database file on a thread of its own, set up as `sqliteExecutor` sets a connection up; a file
+   * store then uses it instead of {@link StoreDrivers.openSqlite}, so that no statement runs on the request thread.
+   */
+  openSqliteWorker?(path: string): Promise<SqlExecutor & { close(): Promise<void> }>;
   /** Imports an npm package by name (a driver); rejects when it is not installed. */
   importPackage(name: string): Promise<unknown>;
 }
@@ -113,22 +118,33 @@ async function openSqliteStore(url: string, options: OpenStoreOptions): Promise<
   const path = url.slice("sqlite:".length);
   if (path === "") throw new Error(`Cannot open store "${url}": name a file, as in sqlite:./oauth.sqlite`);
   const drivers = needDrivers(options, url);
-  const db = await drivers.openSqlite(path);
-  let storage;
+  const durable = path !== ":memory:";
+  // A file on a thread of its own where the runtime has one (the database then works beside the requests);
+  // WAL, synchronous = NORMAL, a busy timeout, and every statement prepared once, either way (sqliteExecutor).
+  let executor: SqlExecutor;
+  let close: () => Promise<void>;
+  if (durable && drivers.openSqliteWorker) {
+    const worker = await drivers.openSqliteWorker(path);
+    executor = worker;
+    close = () => worker.close();
+  } else {
+    const db = await drivers.openSqlite(path);
+    try {
+      executor = sqliteExecutor(db);
+    } catch (error) {
+      db.close();
+      throw error;
+    }
+    close = () => Promise.resolve(db.close());
+  }
+  const storage = sqlStorage({ ...executor, ...(options.clock ? { clock: options.clock } : {}) });
   try {
-    // WAL, synchronous = NORMAL, a busy timeout, and every statement prepared once (see sqliteExecutor).
-    storage = sqlStorage({ ...sqliteExecutor(db), ...(options.clock ? { clock: options.clock } : {}) });
     await storage.migrate();
   } catch (error) {
-    db.close();
+    await close();
     throw error;
   }
-  return {
-    storage: cached(storage, options),
-    description: `sqlite:${path}`,
-    durable: path !== ":memory:",
-    close: () => Promise.resolve(db.close()),
-  };
+  return { storage: cached(storage, options), description: `sqlite:${path}`, durable, close };
 }
 
 /** A durable store behind the per-process client cache ({@link CLIENT_CACHE_MS}), on the same clock. */

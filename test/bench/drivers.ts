@@ -6,7 +6,7 @@
  * - PostgreSQL: a pg `Pool` of `--pool` connections (default 10, the reference server's); statements may be
  *   named (prepared once per connection).
  * - Redis: one ioredis connection (ioredis pipelines the commands of concurrent requests on it).
- * - SQLite: node:sqlite on a WAL file, through `sqliteExecutor`.
+ * - SQLite: node:sqlite on a WAL file, as the reference server opens it, through `sqliteExecutor`.
  *
  * @module
  */
@@ -14,6 +14,7 @@ import process from "node:process";
 import { Redis } from "ioredis";
 import pg from "pg";
 import { type SqlExecutor, type SqlRow } from "../../mod.ts";
+import { nodeDrivers } from "../../lib/cli/drivers.ts";
 import { sqliteExecutor } from "../../lib/storage/sqlite.ts";
 
 /** Round trips so far, read by a server's control port (`/trips`). */
@@ -64,17 +65,17 @@ export function openRedis(url: string): {
 }
 
 /**
- * A SQLite file through `sqliteExecutor` (WAL, synchronous = NORMAL, statements kept). In process, so its
- * "round trips" are statements: each counts as one.
+ * A SQLite file as the reference server opens it (`nodeDrivers.openSqliteWorker`: node:sqlite on a worker
+ * thread, WAL, synchronous = NORMAL, statements kept; `BENCH_SQLITE_THREAD=0` runs it on the request thread
+ * instead). Each statement counts as a round trip.
  */
-export async function openSqliteFile(path: string): Promise<{ executor: SqlExecutor; close(): void }> {
-  // Imported only here: node:sqlite warns that it is experimental on Node 22, which the other servers need not say.
-  const { DatabaseSync } = await import("node:sqlite");
-  const db = new DatabaseSync(path);
-  const executor = sqliteExecutor(db);
+export async function openSqliteFile(path: string): Promise<{ executor: SqlExecutor; close(): Promise<void> }> {
+  const executor = process.env.BENCH_SQLITE_THREAD === "0"
+    ? sqliteExecutor(await nodeDrivers.openSqlite(path))
+    : await nodeDrivers.openSqliteWorker!(path);
   return {
     executor: { dialect: "sqlite", query: (text, params, name) => (trips.count++, executor.query(text, params, name)) },
-    close: () => db.close(),
+    close: async () => {},
   };
 }
 

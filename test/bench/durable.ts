@@ -111,6 +111,8 @@ interface Running {
 /** What a row adds up over its rounds. */
 interface Tally {
   samples: Samples[];
+  /** Each measured round's rate, in round order: the ratios are medians of same-round ratios. */
+  rates: number[];
   count: number;
   errors: number;
   seconds: number;
@@ -260,8 +262,9 @@ export async function runDurable(options: DurableOptions, start: Starter, log: (
       const db1 = await dbCount(run);
       const trips1 = (await control<{ trips: number }>(run.ready, "/trips")).trips;
       if (result.errors > 0) log(`    ${keyOf(run, op)}: failures ${JSON.stringify(result.statuses)}`);
-      const tally = tallies.get(keyOf(run, op)) ?? { samples: [], count: 0, errors: 0, seconds: 0, trips: 0, db: 0, dbCpu: 0, serverCpu: 0 };
+      const tally = tallies.get(keyOf(run, op)) ?? { samples: [], rates: [], count: 0, errors: 0, seconds: 0, trips: 0, db: 0, dbCpu: 0, serverCpu: 0 };
       tally.samples.push(result.samples);
+      tally.rates.push(result.count / result.seconds);
       tally.count += result.count;
       tally.errors += result.errors;
       tally.seconds += result.seconds;
@@ -297,7 +300,9 @@ export async function runDurable(options: DurableOptions, start: Starter, log: (
     tallies.clear();
 
     // Measured rounds, the order reversed every other round so that drift hits every row alike.
-    const plan: [Running, DurableOp][] = running.flatMap((run) => options.ops.map((op) => [run, op] as [Running, DurableOp]));
+    // Operation by operation, every server of one operation back to back: rows compared with each other run
+    // seconds apart, so that what else the machine does hits them alike.
+    const plan: [Running, DurableOp][] = options.ops.flatMap((op) => running.map((run) => [run, op] as [Running, DurableOp]));
     for (let r = 0; r < options.rounds; r++) {
       for (const [run, op] of r % 2 === 0 ? plan : [...plan].reverse()) {
         log(`  round ${r + 1}: ${run.server} ${op} on ${run.store}...`);
@@ -328,17 +333,23 @@ export async function runDurable(options: DurableOptions, start: Starter, log: (
       if (run.server === "limit") row.plan = plans.get(`${run.store}/${op}`)!;
       return row;
     });
-    const find = (server: DurableServer, store: DurableStore, op: DurableOp) =>
-      rows.find((x) => x.server === server && x.store === store && x.op === op);
+    const rates = (server: DurableServer, store: DurableStore, op: DurableOp) => {
+      const run = running.find((r) => r.server === server && r.store === store);
+      return run ? tallies.get(keyOf(run, op))?.rates : undefined;
+    };
+    // The median over rounds of the ratio within each round: a round disturbed by other work on the machine
+    // moves one sample, not the verdict.
+    const ratio = (mine: number[], other: number[] | undefined) => other && round(median(mine.map((rate, r) => rate / other[r]!)), 2);
     for (const row of rows) {
       if (row.server !== "project") continue;
-      const memory = find("project", "memory", row.op);
-      if (memory) row.ratio_memory = round(row.result.rate / memory.result.rate, 2);
-      const limit = find("limit", row.store, row.op);
-      if (limit) row.of_limit = round(row.result.rate / limit.result.rate, 2);
+      const mine = rates("project", row.store, row.op)!;
+      const memory = ratio(mine, rates("project", "memory", row.op));
+      if (memory !== undefined) row.ratio_memory = memory;
+      const limit = ratio(mine, rates("limit", row.store, row.op));
+      if (limit !== undefined) row.of_limit = limit;
       for (const peer of ["node-oauth", "oidc-provider"] as const) {
-        const other = find(peer, row.store, row.op);
-        if (other) (row.vs ??= {})[peer] = round(row.result.rate / other.result.rate, 2);
+        const vs = ratio(mine, rates(peer, row.store, row.op));
+        if (vs !== undefined) (row.vs ??= {})[peer] = vs;
       }
     }
     return rows;
@@ -349,6 +360,13 @@ export async function runDurable(options: DurableOptions, start: Starter, log: (
     for (const database of databases) await database.stop();
     rmSync(dir, { recursive: true, force: true });
   }
+}
+
+/** The median of a non-empty list (the mean of the middle two for an even count). */
+export function median(values: readonly number[]): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  const mid = sorted.length >> 1;
+  return sorted.length % 2 === 1 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
 }
 
 const STORE_NAMES: Record<DurableStore, string> = { memory: "memory", sqlite: "SQLite", postgres: "PostgreSQL", redis: "Redis" };

@@ -43,9 +43,9 @@ if (kind === "postgres") {
   write = () => redis.evalsha(shaSet, [`bench-limit:${key()}`], ["v"]);
 } else if (kind === "sqlite") {
   const { executor } = await openSqliteFile(url.slice("sqlite:".length));
-  executor.query("CREATE TABLE IF NOT EXISTS bench_limit_r (k TEXT PRIMARY KEY, v TEXT NOT NULL)", []);
-  executor.query("CREATE TABLE IF NOT EXISTS bench_limit_w (k TEXT PRIMARY KEY, v TEXT NOT NULL, e BIGINT NOT NULL)", []);
-  executor.query("INSERT OR IGNORE INTO bench_limit_r VALUES ('k', 'v')", []);
+  await executor.query("CREATE TABLE IF NOT EXISTS bench_limit_r (k TEXT PRIMARY KEY, v TEXT NOT NULL)", []);
+  await executor.query("CREATE TABLE IF NOT EXISTS bench_limit_w (k TEXT PRIMARY KEY, v TEXT NOT NULL, e BIGINT NOT NULL)", []);
+  await executor.query("INSERT OR IGNORE INTO bench_limit_r VALUES ('k', 'v')", []);
   read = () => executor.query("SELECT v FROM bench_limit_r WHERE k = ?1", ["k"]);
   write = () => executor.query("INSERT INTO bench_limit_w (k, v, e) VALUES (?1, ?2, ?3)", [key(), "v", Date.now()]);
 } else {
