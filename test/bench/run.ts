@@ -24,7 +24,8 @@
  *
  * `--smoke` is the CI check: Node only, a few seconds per row, and a non-zero exit when in-process
  * client_credentials falls below 0.45 of the bare in-process handler measured in the same run (a ratio, never
- * an absolute time), or when any request failed.
+ * an absolute time: the median over 16 rounds of the two taking turns every 16 calls, see verdict.ts), or when
+ * any request failed.
  *
  * @module
  */
@@ -42,7 +43,7 @@ import {
   refreshBody,
 } from "./fixture.ts";
 import { liveStoredIndex, storedToken } from "./stored.ts";
-import { DURABLE_OPS, type DurableOp, type DurableRow, type DurableServer, type DurableStore, durableTable, durableTargets, runDurable } from "./durable.ts";
+import { DURABLE_OPS, type DurableOp, type DurableRow, type DurableServer, type DurableStore, durableTable, durableTargets, median, runDurable } from "./durable.ts";
 import { firstLine, load, type LoadRequest, loadOptions, loadRequests, type LoadResult, stop, withCpu } from "./load.ts";
 import { type Measurement, round, Samples } from "./stats.ts";
 import { isGate, targetWord, verdict } from "./verdict.ts";
@@ -79,8 +80,8 @@ const options = {
   seconds: num("seconds", smoke ? 2 : 5),
   rounds: num("rounds", smoke ? 1 : 2),
   warmup: num("warmup", smoke ? 1 : 2),
-  inprocessSeconds: num("inprocess-seconds", 2),
-  inprocessRounds: num("inprocess-rounds", smoke ? 4 : 2),
+  inprocessSeconds: num("inprocess-seconds", smoke ? 0.5 : 2),
+  inprocessRounds: num("inprocess-rounds", smoke ? 16 : 2),
   connections: num("connections", 32),
   runtimes: (flags.get("runtimes") ?? (smoke ? "node" : "node,deno,bun")).split(",") as Runtime[],
   http: !flags.has("no-http"),
@@ -361,8 +362,13 @@ interface Row {
   scenario: string;
   label: string;
   result: Measurement;
-  /** Rate divided by the bare baseline of the same runtime and section (storage rows: by the memory store). */
+  /**
+   * Rate divided by the bare baseline of the same runtime and section (storage rows: by the memory store); for
+   * in-process rows the median of the per-round ratios.
+   */
   ratio?: number;
+  /** In-process rows: each round's ratio to the bare handler, in round order. */
+  round_ratios?: number[];
   /** `latency`: p99 under `value` ms and max under `max` ms (the stored-token rows). */
   target?: { kind: "ratio" | "rate" | "latency"; value: number; max?: number; met: boolean };
   /** Stored-token rows: records pre-filled in the server's store. */
@@ -501,10 +507,17 @@ async function main(): Promise<number> {
     for (const runtime of options.runtimes) {
       process.stderr.write(`in-process on ${runtime}...\n`);
       const { results } = await inProcess(runtime, only);
-      const bare = results.bare!.rate;
+      const bare = results.bare!;
       for (const scenario of only) {
         const result = results[scenario]!;
-        rows.push({ section: "in-process", runtime, scenario, label: LABELS[scenario]!, result, ratio: result.rate / bare });
+        // The median over rounds of the ratio within each round (the two took turns every few ms): what the
+        // smoke gate judges, since other work on the machine moves a round's two rates together.
+        const rounds = (result.round_rates ?? []).map((rate, r) => rate / bare.round_rates![r]!);
+        const ratio = rounds.length > 0 ? median(rounds) : result.rate / bare.rate;
+        rows.push({
+          section: "in-process", runtime, scenario, label: LABELS[scenario]!, result, ratio,
+          ...(rounds.length > 0 ? { round_ratios: rounds.map((x) => round(x, 3)) } : {}),
+        });
       }
     }
   }
