@@ -40,27 +40,8 @@ import type {
   Storage,
 } from "./types.ts";
 
-/** The SQL dialects the store speaks. */
-export type Dialect = "postgres" | "sqlite";
-
-/** A row as drivers return it: column name to value (BIGINT may come back as a string or a bigint). */
-export type SqlRow = Record<string, unknown>;
-
-/**
- * Runs one statement with positional parameters and returns its rows (none for a statement without
- * `RETURNING`). Placeholders are `$1, $2, …` for PostgreSQL and `?1, ?2, …` for SQLite. Synchronous drivers
- * (node:sqlite, bun:sqlite) may return the rows directly.
- */
-export interface SqlExecutor {
-  /** Which SQL the store writes. */
-  dialect: Dialect;
-  /**
-   * Runs one statement and returns its rows. `name` is the same for the same text, and differs between texts
-   * (`oauth_` and 16 characters of its hash): a driver with named prepared statements may use it. Migrations
-   * pass no name (their text is run once).
-   */
-  query(text: string, params: unknown[], name?: string): Promise<readonly SqlRow[]> | readonly SqlRow[];
-}
+import type { Dialect, SqlExecutor, SqlRow } from "./sql_types.ts";
+export type { Dialect, SqlExecutor, SqlRow };
 
 /** Options of {@link sqlStorage}. */
 export interface SqlStorageOptions extends SqlExecutor {
