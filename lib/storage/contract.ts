@@ -13,7 +13,7 @@
  *
  * @module
  */
-import type { ClientRecord, CodeRecord, GrantRecord, IssuedTokens, Storage } from "./types.ts";
+import type { ClientRecord, CodeRecord, DeviceAuthorizationRecord, GrantRecord, IssuedTokens, Storage } from "./types.ts";
 
 // The interface the checks take and its records, so that a third-party store can import them with the contract.
 export type {
@@ -21,6 +21,9 @@ export type {
   ClientOrigin,
   ClientRecord,
   CodeRecord,
+  DeviceAuthorizationRecord,
+  DeviceDecision,
+  DevicePoll,
   GrantRecord,
   GrantType,
   IssuedTokens,
@@ -103,6 +106,20 @@ const tokens = (
   return issued;
 };
 
+const device = (grant: string, codesExpireAt = T0 + 600_000): DeviceAuthorizationRecord => ({
+  hash: id("device"),
+  user_code_hash: id("user-code"),
+  client_id: "c",
+  scope: "read",
+  resource: ["https://api.example/"],
+  grant_id: grant,
+  created_at: T0,
+  codes_expire_at: codesExpireAt,
+  expires_at: codesExpireAt + 600_000,
+  interval: 5000,
+  status: "pending",
+});
+
 /** Who won a race: the indexes of the callers that got a non-null answer. */
 const winnersOf = (results: unknown[]): number[] => results.flatMap((r, i) => (r ? [i] : []));
 
@@ -167,6 +184,90 @@ export function storageContract(makeStore: () => Storage | Promise<Storage>, opt
       assert((await store.findRefreshToken(first.refresh!.hash, T0))?.rotated_at === T0, "the old token is marked rotated");
       assert(await store.findRefreshToken(next[winners[0]!]!.refresh!.hash, T0), "the new refresh token is stored");
       assert((await store.rotateRefreshToken(first.refresh!.hash, tokens(grant, true), T0)) === null, "no second rotation");
+    }),
+    check("device: saved pending, found by user code until it expires; a live user code is never given twice", async (store) => {
+      const d = device(id("grant"));
+      assert(await store.saveDeviceAuthorization(d, T0), "a new device authorization is stored");
+      const found = await store.findDeviceAuthorization(d.user_code_hash, T0);
+      assert(found?.status === "pending" && found.hash === d.hash && found.client_id === "c", "found pending by its user code");
+      assert(found.resource?.[0] === "https://api.example/" && found.interval === 5000, "its resource and interval kept");
+      assert(found.last_polled_at === undefined && found.user_id === undefined, "no poll and no user yet (absent, not null)");
+      assert(!(await store.saveDeviceAuthorization({ ...d, hash: id("device") }, T0)), "the same live user code is refused");
+      assert((await store.findDeviceAuthorization(d.user_code_hash, d.expires_at)) === null, "not found once expired");
+      assert((await store.findDeviceAuthorization("unknown", T0)) === null, "an unknown user code is null");
+      const again = { ...d, hash: id("device"), expires_at: d.expires_at + MINUTE };
+      assert(await store.saveDeviceAuthorization(again, d.expires_at), "an expired holder gives its user code up");
+      assert((await store.findDeviceAuthorization(d.user_code_hash, d.expires_at))?.hash === again.hash, "to the new record");
+    }),
+    check(`device: ${n} concurrent decisions have exactly one winner, and only while the codes live`, async (store) => {
+      const d = device(id("grant"));
+      await store.saveDeviceAuthorization(d, T0);
+      const results = await Promise.all(Array.from({ length: n }, (_, i) =>
+        store.decideDeviceAuthorization(d.user_code_hash, { approved: i % 2 === 0, user_id: `u${i}`, auth_time: 1 }, T0)));
+      const winners = winnersOf(results);
+      assert(winners.length === 1, `exactly one decision wins (got ${winners.length})`);
+      const w = winners[0]!;
+      const stored = await store.findDeviceAuthorization(d.user_code_hash, T0);
+      assert(stored?.status === (w % 2 === 0 ? "approved" : "denied") && stored.user_id === `u${w}`, "the winner's decision is kept");
+      assert(stored.auth_time === 1, "with its auth_time");
+      const late = device(id("grant"), T0 + 1000);
+      await store.saveDeviceAuthorization(late, T0);
+      assert((await store.decideDeviceAuthorization(late.user_code_hash, { approved: true, user_id: "u" }, T0 + 1000)) === null,
+        "no decision once the codes expired");
+    }),
+    check("device: a poll sooner than the interval is slow_down and adds 5 s; concurrent polls slow all but one", async (store) => {
+      const d = device(id("grant"));
+      await store.saveDeviceAuthorization(d, T0);
+      const first = await store.pollDeviceAuthorization(d.hash, T0);
+      assert(first && !first.slow_down && first.record.last_polled_at === T0, "the first poll is in time");
+      const early = await store.pollDeviceAuthorization(d.hash, T0 + 4999);
+      assert(early?.slow_down === true && early.record.interval === 10_000, "4999 ms later: slow_down, interval 10 s");
+      const still = await store.pollDeviceAuthorization(d.hash, T0 + 4999 + 9999);
+      assert(still?.slow_down === true && still.record.interval === 15_000, "measured from the last poll, with the new interval");
+      const late = await store.pollDeviceAuthorization(d.hash, T0 + 4999 + 9999 + 15_000);
+      assert(late?.slow_down === false && late.record.interval === 15_000, "a poll after the interval is in time");
+      const racing = await Promise.all(Array.from({ length: n }, () => store.pollDeviceAuthorization(d.hash, T0 + 100_000)));
+      const inTime = racing.filter((r) => r && !r.slow_down).length;
+      assert(inTime === 1, `of ${n} polls at once, exactly one is in time (got ${inTime})`);
+      assert((await store.pollDeviceAuthorization("unknown", T0)) === null, "an unknown device code is null");
+      assert((await store.pollDeviceAuthorization(d.hash, d.expires_at)) === null, "an expired record is null");
+    }),
+    check(`device: ${n} concurrent redemptions of an approved device authorization have exactly one winner`, async (store) => {
+      const grant = id("grant");
+      const d = device(grant);
+      await store.saveDeviceAuthorization(d, T0);
+      assert((await store.redeemDeviceAuthorization(d.hash, tokens(grant, true), T0)) === null, "a pending one is not redeemed");
+      await store.decideDeviceAuthorization(d.user_code_hash, { approved: true, user_id: "u" }, T0);
+      const issued = Array.from({ length: n }, () => tokens(grant, true));
+      const results = await Promise.all(issued.map((t) => store.redeemDeviceAuthorization(d.hash, t, T0)));
+      const winners = winnersOf(results);
+      assert(winners.length === 1, `exactly one redemption wins (got ${winners.length})`);
+      assert(results[winners[0]!]?.user_id === "u" && results[winners[0]!]?.status === "approved", "the winner gets the record as it was");
+      const won = issued[winners[0]!]!;
+      assert(await store.findAccessToken(won.access.hash, T0), "the winner's access token is stored");
+      assert(await store.findRefreshToken(won.refresh!.hash, T0), "the winner's refresh token is stored");
+      for (const [i, t] of issued.entries()) {
+        if (i !== winners[0]) assert((await store.findAccessToken(t.access.hash, T0)) === null, "a loser's token is not stored");
+      }
+      assert((await store.findDeviceAuthorization(d.user_code_hash, T0))?.status === "redeemed", "the record is marked redeemed");
+      const listed = (await store.listGrants("u", T0)).find((g) => g.grant_id === grant);
+      assert(listed?.client_id === "c" && listed.user_id === "u" && listed.scope === "read", "the grant is listed for the user");
+      const denied = device(id("grant"));
+      await store.saveDeviceAuthorization(denied, T0);
+      await store.decideDeviceAuthorization(denied.user_code_hash, { approved: false, user_id: "u" }, T0);
+      assert((await store.redeemDeviceAuthorization(denied.hash, tokens(denied.grant_id, false), T0)) === null, "a denied one is not");
+      const late = device(id("grant"), T0 + 1000);
+      await store.saveDeviceAuthorization(late, T0);
+      await store.decideDeviceAuthorization(late.user_code_hash, { approved: true, user_id: "u" }, T0);
+      assert((await store.redeemDeviceAuthorization(late.hash, tokens(late.grant_id, false), T0 + 1000)) === null,
+        "an approved one whose codes expired is not");
+      const revoked = device(id("grant"));
+      await store.saveDeviceAuthorization(revoked, T0);
+      await store.decideDeviceAuthorization(revoked.user_code_hash, { approved: true, user_id: "u" }, T0);
+      await store.revokeGrant(revoked.grant_id);
+      const lost = tokens(revoked.grant_id, false);
+      assert((await store.redeemDeviceAuthorization(revoked.hash, lost, T0)) === null, "one whose grant was revoked is not");
+      assert((await store.findAccessToken(lost.access.hash, T0)) === null, "and stores nothing");
     }),
     check("tokens: found until they expire", async (store) => {
       const t = tokens(undefined, false);
@@ -452,9 +553,13 @@ export function storageContract(makeStore: () => Storage | Promise<Storage>, opt
       await store.saveTokens(live, T0);
       const liveMark = id("once");
       await store.markOnce(liveMark, T0 + 3_600_000, T0);
+      const oldDevice = { ...device(id("grant"), soon), expires_at: soon };
+      await store.saveDeviceAuthorization(oldDevice, T0);
+      const liveDevice = device(id("grant"));
+      await store.saveDeviceAuthorization(liveDevice, T0);
       const later = soon + 2 * MINUTE;
       const deleted = await store.purgeExpired(later);
-      assert(!purgeCounts || deleted >= 800, `at least the 800 expired records are counted (got ${deleted})`);
+      assert(!purgeCounts || deleted >= 801, `at least the 801 expired records are counted (got ${deleted})`);
       if (purgeCounts) {
         assert((await store.purgeExpired(later)) === 0, "a second purge finds nothing");
         for (const c of expired.codes) assert((await store.findCode(c.hash, T0)) === null, "an expired code is deleted");
@@ -467,6 +572,10 @@ export function storageContract(makeStore: () => Storage | Promise<Storage>, opt
       assert(await store.findAccessToken(live.access.hash, T0), "a live access token stays");
       assert(await store.findRefreshToken(live.refresh!.hash, T0), "a live refresh token stays");
       assert(await store.isMarked(liveMark, T0), "a live mark stays");
+      assert(await store.findDeviceAuthorization(liveDevice.user_code_hash, T0), "a live device authorization stays");
+      if (purgeCounts) {
+        assert((await store.findDeviceAuthorization(oldDevice.user_code_hash, T0)) === null, "an expired device authorization is deleted");
+      }
     }),
   ];
 }

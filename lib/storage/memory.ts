@@ -16,6 +16,9 @@ import type {
   AccessTokenRecord,
   ClientRecord,
   CodeRecord,
+  DeviceAuthorizationRecord,
+  DeviceDecision,
+  DevicePoll,
   GrantRecord,
   IssuedTokens,
   RefreshTokenRecord,
@@ -234,6 +237,9 @@ export class MemoryStorage implements Storage {
   private readonly grants = new TieredMap<GrantEntry>();
   private readonly marks = new TieredMap<number>();
   private readonly settings = new Map<string, string>();
+  /** Device authorizations by device code hash, and device code hash by user code hash. */
+  private readonly devices = new Map<string, DeviceAuthorizationRecord>();
+  private readonly userCodes = new Map<string, string>();
   /** Unredeemed codes by (client_id, user_id), for the `saveCode` limit. */
   private readonly pendingCodes = new TieredMap<Set<string>>();
   /** Live grant ids by client and by user; grantless client_credentials access tokens by client. */
@@ -245,6 +251,7 @@ export class MemoryStorage implements Storage {
   private readonly refreshExpiry: ExpiryQueue<RefreshTokenRecord>;
   private readonly grantExpiry: ExpiryQueue<Expiring>;
   private readonly markExpiry: ExpiryQueue<Expiring>;
+  private readonly deviceExpiry: ExpiryQueue<Expiring>;
   private readonly clock: () => number;
   private readonly interval: number;
   private nextSweep = 0;
@@ -261,6 +268,7 @@ export class MemoryStorage implements Storage {
     this.refreshExpiry = new ExpiryQueue(this.interval);
     this.grantExpiry = new ExpiryQueue(this.interval);
     this.markExpiry = new ExpiryQueue(this.interval);
+    this.deviceExpiry = new ExpiryQueue(this.interval);
   }
 
   /** Live records by kind, for tests and monitoring. */
@@ -477,6 +485,67 @@ export class MemoryStorage implements Storage {
     return Promise.resolve(true);
   }
 
+  /** See {@link Storage.saveDeviceAuthorization}. */
+  saveDeviceAuthorization(record: DeviceAuthorizationRecord, now: number): Promise<boolean> {
+    this.maybeSweep();
+    if (this.liveDevice(this.userCodes.get(record.user_code_hash), now)) return Promise.resolve(false);
+    const previous = this.devices.get(record.hash);
+    if (previous) this.userCodes.delete(previous.user_code_hash);
+    const stored: DeviceAuthorizationRecord = structuredClone(record);
+    stored.status = "pending";
+    delete stored.last_polled_at;
+    this.devices.set(record.hash, stored);
+    this.userCodes.set(record.user_code_hash, record.hash);
+    this.deviceExpiry.add({ hash: record.hash, expires_at: record.expires_at });
+    return Promise.resolve(true);
+  }
+
+  /** See {@link Storage.findDeviceAuthorization}. */
+  findDeviceAuthorization(userCodeHash: string, now: number): Promise<DeviceAuthorizationRecord | null> {
+    const device = this.liveDevice(this.userCodes.get(userCodeHash), now);
+    return Promise.resolve(device ? structuredClone(device) : null);
+  }
+
+  /** See {@link Storage.decideDeviceAuthorization}. */
+  decideDeviceAuthorization(userCodeHash: string, decision: DeviceDecision, now: number): Promise<DeviceAuthorizationRecord | null> {
+    const device = this.liveDevice(this.userCodes.get(userCodeHash), now);
+    if (!device || device.status !== "pending" || device.codes_expire_at <= now) return Promise.resolve(null);
+    device.status = decision.approved ? "approved" : "denied";
+    device.user_id = decision.user_id;
+    if (decision.auth_time !== undefined) device.auth_time = decision.auth_time;
+    return Promise.resolve(structuredClone(device));
+  }
+
+  /** See {@link Storage.pollDeviceAuthorization}. */
+  pollDeviceAuthorization(hash: string, now: number): Promise<DevicePoll | null> {
+    const device = this.liveDevice(hash, now);
+    if (!device) return Promise.resolve(null);
+    const slow = device.last_polled_at !== undefined && now < device.last_polled_at + device.interval;
+    if (slow) device.interval += 5000;
+    device.last_polled_at = now;
+    return Promise.resolve({ record: structuredClone(device), slow_down: slow });
+  }
+
+  /** See {@link Storage.redeemDeviceAuthorization}. */
+  redeemDeviceAuthorization(hash: string, tokens: IssuedTokens, now: number): Promise<DeviceAuthorizationRecord | null> {
+    this.maybeSweep();
+    const device = this.liveDevice(hash, now);
+    if (!device || device.status !== "approved" || device.codes_expire_at <= now) return Promise.resolve(null);
+    const grant = this.grant(device.grant_id, device.client_id, latestExpiry(tokens));
+    if (grant.revoked) return Promise.resolve(null);
+    const before = structuredClone(device);
+    device.status = "redeemed";
+    this.store(tokens, now);
+    this.list(grant, device.grant_id, { ...device, user_id: device.user_id! }, tokens, now);
+    return Promise.resolve(before);
+  }
+
+  /** The device authorization under a device code hash while it is live. */
+  private liveDevice(hash: string | undefined, now: number): DeviceAuthorizationRecord | undefined {
+    const device = hash === undefined ? undefined : this.devices.get(hash);
+    return device && device.expires_at > now ? device : undefined;
+  }
+
   /** Sweeps in slices, yielding to the event loop between them, so that requests keep flowing meanwhile. */
   async purgeExpired(now: number): Promise<number> {
     let deleted = 0;
@@ -657,6 +726,7 @@ export class MemoryStorage implements Storage {
     budget = this.refreshExpiry.sweep(now, budget, this.dropRefresh);
     budget = this.grantExpiry.sweep(now, budget, this.dropGrant);
     budget = this.markExpiry.sweep(now, budget, this.dropMark);
+    budget = this.deviceExpiry.sweep(now, budget, this.dropDevice);
     return { count: this.swept, done: budget > 0 };
   }
 
@@ -702,6 +772,14 @@ export class MemoryStorage implements Storage {
     ) return;
     this.grants.delete(hash);
     this.unlist(grant, hash);
+    this.swept++;
+  };
+
+  private readonly dropDevice = ({ hash, expires_at }: Expiring): void => {
+    const device = this.devices.get(hash);
+    if (!device || device.expires_at !== expires_at || expires_at > this.sweepNow) return;
+    this.devices.delete(hash);
+    if (this.userCodes.get(device.user_code_hash) === hash) this.userCodes.delete(device.user_code_hash);
     this.swept++;
   };
 

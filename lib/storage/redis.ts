@@ -26,6 +26,9 @@ import type {
   AccessTokenRecord,
   ClientRecord,
   CodeRecord,
+  DeviceAuthorizationRecord,
+  DeviceDecision,
+  DevicePoll,
   GrantRecord,
   IssuedTokens,
   RefreshTokenRecord,
@@ -262,6 +265,41 @@ export class RedisStorage implements Storage {
     return Number(await this.run("swapSetting", undefined, [name, expected === null ? "0" : "1", expected ?? "", next])) === 1;
   }
 
+  /** Stores a pending device authorization unless a live one holds its user code. */
+  async saveDeviceAuthorization(record: DeviceAuthorizationRecord, now: number): Promise<boolean> {
+    const { hash, user_code_hash, client_id, scope, resource, grant_id, created_at, codes_expire_at, expires_at, interval } = record;
+    const fixed = { hash, user_code_hash, client_id, scope, grant_id, created_at, codes_expire_at, expires_at, ...(resource ? { resource } : {}) };
+    return Number(await this.run("saveDevice", now, [
+      record.hash, record.user_code_hash, JSON.stringify(fixed), String(record.expires_at), String(record.codes_expire_at),
+      String(interval), record.grant_id, record.client_id,
+      grantJson(record.grant_id, record.client_id, undefined, record.scope, record.resource),
+    ])) === 1;
+  }
+
+  /** A live device authorization by its user code hash, or null. */
+  async findDeviceAuthorization(userCodeHash: string, now: number): Promise<DeviceAuthorizationRecord | null> {
+    return device(await this.run("findDevice", now, [userCodeHash]));
+  }
+
+  /** pending → approved | denied, once, in one script. */
+  async decideDeviceAuthorization(userCodeHash: string, decision: DeviceDecision, now: number): Promise<DeviceAuthorizationRecord | null> {
+    return device(await this.run("decideDevice", now, [
+      userCodeHash, decision.approved ? "1" : "0", decision.user_id, decision.auth_time === undefined ? "" : String(decision.auth_time),
+    ]));
+  }
+
+  /** Moves the last poll time and decides `slow_down`, in one script. */
+  async pollDeviceAuthorization(hash: string, now: number): Promise<DevicePoll | null> {
+    const [slow, reply] = list(await this.run("pollDevice", now, [hash]));
+    const record = device(reply);
+    return record ? { record, slow_down: Number(slow) === 1 } : null;
+  }
+
+  /** approved → redeemed once, with the winner's grant and tokens, in one script. */
+  async redeemDeviceAuthorization(hash: string, tokens: IssuedTokens, now: number): Promise<DeviceAuthorizationRecord | null> {
+    return device(await this.run("redeemDevice", now, [hash, ...tokenArgs(tokens)]));
+  }
+
   /** Nothing to do: every expiring key carries a TTL, and Redis drops it by itself. */
   purgeExpired(_now: number): Promise<number> {
     return Promise.resolve(0);
@@ -289,4 +327,16 @@ function refresh(reply: Reply): RefreshTokenRecord | null {
   if (rotated !== undefined) token.rotated_at = Number(rotated);
   if (replacedBy !== undefined) token.replaced_by = replacedBy;
   return token;
+}
+
+function device(reply: Reply): DeviceAuthorizationRecord | null {
+  const [json, status, interval, polled, user, authTime] = list(reply).map(str);
+  if (json === undefined) return null;
+  const record = JSON.parse(json) as DeviceAuthorizationRecord;
+  record.status = status as DeviceAuthorizationRecord["status"];
+  record.interval = Number(interval);
+  if (polled !== undefined) record.last_polled_at = Number(polled);
+  if (user !== undefined) record.user_id = user;
+  if (authTime !== undefined) record.auth_time = Number(authTime);
+  return record;
 }

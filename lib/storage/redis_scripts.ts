@@ -16,6 +16,8 @@
  * - `P cgen:ID` a client's generation, bumped by revokeClientGrants: an access token without a grant records
  *   the generation it was issued in ({v}), and dies when it changes. No TTL: it must outlive every token.
  * - `P once:KEY` (expiry), `P setting:NAME` (value, no TTL).
+ * - `P dev:HASH` {r static JSON, e expires, x codes expire, s status, i interval, p last poll, u user, t auth_time,
+ *   g grant, c client, G grant JSON without its user}; `P devu:USERHASH` the device code hash of a user code.
  *
  * Every key that holds an expiring record gets a TTL of its remaining life plus a margin (SLACK, one minute by
  * default), measured
@@ -125,11 +127,26 @@ end
 
 const script = (body: string): string => PRELUDE + body;
 
+/** Device authorizations: a live record by key, as {r, s, i, p, u, t}, or nil. */
+const DEVICE = `
+local function device(key)
+  local v = redis.call('HMGET', key, 'r', 'e', 's', 'i', 'p', 'u', 't')
+  if not v[1] or tonumber(v[2]) <= NOW then return nil end
+  return {v[1], v[3], v[4], v[5], v[6], v[7]}
+end
+local function device_key(user_code)
+  local h = redis.call('GET', P .. 'devu:' .. user_code)
+  if not h then return nil end
+  return P .. 'dev:' .. h
+end
+`;
+
 /** A verb that has a script. */
 export type ScriptName =
   | "getClient" | "saveClient" | "setClientActive" | "listClients" | "revokeClientGrants" | "saveCode" | "findCode"
   | "redeemCode" | "saveTokens" | "findAccessToken" | "findRefreshToken" | "rotateRefreshToken" | "revokeGrant"
-  | "revokeAccessToken" | "listGrants" | "markOnce" | "isMarked" | "initSetting" | "getSetting" | "swapSetting";
+  | "revokeAccessToken" | "listGrants" | "markOnce" | "isMarked" | "initSetting" | "getSetting" | "swapSetting"
+  | "saveDevice" | "findDevice" | "decideDevice" | "pollDevice" | "redeemDevice";
 
 /** The scripts, by verb; issued tokens are read by `store_tokens` from the index each script names. */
 export const SCRIPTS: Readonly<Record<ScriptName, string>> = {
@@ -325,4 +342,60 @@ elseif current then
 end
 redis.call('SET', key, ARGV[7])
 return 1`),
+
+  /** ARGV[4] hash, user code hash, static JSON, expires, codes expire, interval, grant, client, grant JSON. */
+  saveDevice: script(DEVICE + `
+local held = device_key(ARGV[5])
+if held and device(held) then return 0 end
+local key = P .. 'dev:' .. ARGV[4]
+redis.call('DEL', key)
+redis.call('HSET', key, 'r', ARGV[6], 'e', ARGV[7], 'x', ARGV[8], 'i', ARGV[9], 's', 'pending', 'g', ARGV[10],
+  'c', ARGV[11], 'G', ARGV[12])
+redis.call('PEXPIRE', key, px(ARGV[7]))
+redis.call('SET', P .. 'devu:' .. ARGV[5], ARGV[4], 'PX', px(ARGV[7]))
+return 1`),
+
+  /** ARGV[4] user code hash. */
+  findDevice: script(DEVICE + `
+local key = device_key(ARGV[4])
+if not key then return nil end
+return device(key)`),
+
+  /** ARGV[4] user code hash, "1" approved or "0" denied, user id, auth_time (or ""). */
+  decideDevice: script(DEVICE + `
+local key = device_key(ARGV[4])
+if not key or not device(key) then return nil end
+local v = redis.call('HMGET', key, 's', 'x')
+if v[1] ~= 'pending' or tonumber(v[2]) <= NOW then return nil end
+local status = 'denied'
+if ARGV[5] == '1' then status = 'approved' end
+redis.call('HSET', key, 's', status, 'u', ARGV[6])
+if ARGV[7] ~= '' then redis.call('HSET', key, 't', ARGV[7]) end
+return device(key)`),
+
+  /** ARGV[4] device code hash. Returns {slow_down 1|0, record}. */
+  pollDevice: script(DEVICE + `
+local key = P .. 'dev:' .. ARGV[4]
+local v = device(key)
+if not v then return nil end
+local interval, last, slow = tonumber(v[3]), tonumber(v[4]), 0
+if last and NOW < last + interval then
+  slow = 1
+  redis.call('HSET', key, 'i', interval + 5000)
+end
+redis.call('HSET', key, 'p', NOW)
+return {slow, device(key)}`),
+
+  /** ARGV[4] device code hash, tokens from ARGV[5]. */
+  redeemDevice: script(DEVICE + `
+local key = P .. 'dev:' .. ARGV[4]
+local before = device(key)
+if not before then return nil end
+local v = redis.call('HMGET', key, 's', 'x', 'g', 'c', 'u', 'G')
+if v[1] ~= 'approved' or tonumber(v[2]) <= NOW then return nil end
+local grant = string.sub(v[6], 1, -2) .. ',"user_id":' .. cjson.encode(v[5]) .. '}'
+if not upsert_grant(v[3], grant, v[4], v[5], tokens_expiry(5)) then return nil end
+redis.call('HSET', key, 's', 'redeemed')
+store_tokens(5, true)
+return before`),
 };

@@ -34,6 +34,9 @@ import type {
   AccessTokenRecord,
   ClientRecord,
   CodeRecord,
+  DeviceAuthorizationRecord,
+  DeviceDecision,
+  DevicePoll,
   GrantRecord,
   IssuedTokens,
   RefreshTokenRecord,
@@ -68,6 +71,8 @@ export function sqlStorage(options: SqlStorageOptions): SqlStorage {
 const CODE_COLUMNS = "hash, grant_id, client_id, user_id, redirect_uri, scope, code_challenge, resource, expires_at, redeemed_at";
 const ACCESS_COLUMNS = "hash, client_id, user_id, scope, resource, grant_id, expires_at";
 const REFRESH_COLUMNS = "hash, grant_id, client_id, user_id, scope, resource, expires_at, rotated_at, replaced_by";
+const DEVICE_COLUMNS = "hash, user_code, client_id, scope, resource, grant_id, created_at, codes_expire_at, expires_at, " +
+  "interval_ms, last_polled_at, slowed, status, user_id, auth_time";
 const GRANT_COLUMNS = "grant_id, client_id, user_id, scope, resource, created_at, last_used_at, expires_at";
 /** A token whose grant is revoked is dead, whatever raced the revocation. */
 const grantLive = (alias: string): string =>
@@ -160,6 +165,21 @@ function grantRecord(row: SqlRow): GrantRecord {
     last_used_at: num(row.last_used_at),
     expires_at: num(row.expires_at),
   }, row, { user_id: String, resource: jsonArray });
+}
+
+function deviceRecord(row: SqlRow): DeviceAuthorizationRecord {
+  return fromRow<DeviceAuthorizationRecord>({
+    hash: String(row.hash),
+    user_code_hash: String(row.user_code),
+    client_id: String(row.client_id),
+    scope: String(row.scope),
+    grant_id: String(row.grant_id),
+    created_at: num(row.created_at),
+    codes_expire_at: num(row.codes_expire_at),
+    expires_at: num(row.expires_at),
+    interval: num(row.interval_ms),
+    status: String(row.status) as DeviceAuthorizationRecord["status"],
+  }, row, { resource: jsonArray, last_polled_at: num, user_id: String, auth_time: num });
 }
 
 function clientRecord(row: SqlRow): ClientRecord {
@@ -702,12 +722,105 @@ export class SqlStorage implements Storage {
     return rows.length > 0;
   }
 
+  // -------------------------------------------------------------------------------------------------------
+  // Device authorizations (RFC 8628): each transition is one statement.
+
+  /** Stores a pending device authorization unless a live one holds its user code. */
+  async saveDeviceAuthorization(record: DeviceAuthorizationRecord, now: number): Promise<boolean> {
+    // An expired holder of the user code (not purged yet) gives way; a live one makes the INSERT do nothing.
+    await this.run("DELETE FROM oauth_device WHERE user_code = $1 AND expires_at <= $2", [record.user_code_hash, now]);
+    const p = this.params();
+    const values = [
+      p.text(record.hash), p.text(record.user_code_hash), p.text(record.client_id), p.text(record.scope),
+      p.json(record.resource), p.text(record.grant_id), p.int(record.created_at), p.int(record.codes_expire_at),
+      p.int(record.expires_at), p.int(record.interval),
+    ];
+    const rows = await this.run(
+      `INSERT INTO oauth_device (hash, user_code, client_id, scope, resource, grant_id, created_at, codes_expire_at,
+         expires_at, interval_ms, status) VALUES (${values.join(", ")}, 'pending')
+       ON CONFLICT DO NOTHING RETURNING hash`,
+      p.values,
+    );
+    return rows.length > 0;
+  }
+
+  /** A live device authorization by its user code hash, or null. */
+  async findDeviceAuthorization(userCodeHash: string, now: number): Promise<DeviceAuthorizationRecord | null> {
+    const p = this.params();
+    const rows = await this.run(
+      `SELECT ${DEVICE_COLUMNS} FROM oauth_device WHERE user_code = ${p.text(userCodeHash)} AND expires_at > ${p.int(now)}`,
+      p.values,
+    );
+    return rows[0] ? deviceRecord(rows[0]) : null;
+  }
+
+  /** pending → approved | denied, once, in one UPDATE. */
+  async decideDeviceAuthorization(userCodeHash: string, decision: DeviceDecision, now: number): Promise<DeviceAuthorizationRecord | null> {
+    const p = this.params();
+    const at = p.int(now);
+    const rows = await this.run(
+      `UPDATE oauth_device SET status = ${p.text(decision.approved ? "approved" : "denied")},
+         user_id = ${p.text(decision.user_id)}, auth_time = ${p.int(decision.auth_time)}
+       WHERE user_code = ${p.text(userCodeHash)} AND status = 'pending' AND codes_expire_at > ${at} AND expires_at > ${at}
+       RETURNING ${DEVICE_COLUMNS}`,
+      p.values,
+    );
+    return rows[0] ? deviceRecord(rows[0]) : null;
+  }
+
+  /**
+   * One UPDATE moves `last_polled_at` and decides `slow_down` from the row it replaces (every SET expression
+   * reads the old row; PostgreSQL re-evaluates them on the newest row when two polls collide).
+   */
+  async pollDeviceAuthorization(hash: string, now: number): Promise<DevicePoll | null> {
+    const p = this.params();
+    const at = p.int(now);
+    const early = `last_polled_at IS NOT NULL AND ${at} < last_polled_at + interval_ms`;
+    const rows = await this.run(
+      `UPDATE oauth_device SET interval_ms = CASE WHEN ${early} THEN interval_ms + 5000 ELSE interval_ms END,
+         slowed = CASE WHEN ${early} THEN 1 ELSE 0 END, last_polled_at = ${at}
+       WHERE hash = ${p.text(hash)} AND expires_at > ${at}
+       RETURNING ${DEVICE_COLUMNS}`,
+      p.values,
+    );
+    return rows[0] ? { record: deviceRecord(rows[0]), slow_down: num(rows[0].slowed) === 1 } : null;
+  }
+
+  /** approved → redeemed once, with the winner's grant and tokens, in one statement. */
+  async redeemDeviceAuthorization(hash: string, tokens: IssuedTokens, now: number): Promise<DeviceAuthorizationRecord | null> {
+    let row: SqlRow | undefined;
+    if (this.dialect === "postgres") {
+      const p = this.params();
+      const at = p.int(now);
+      const rows = await this.run(
+        `WITH won AS (
+           UPDATE oauth_device SET status = 'redeemed'
+           WHERE hash = ${p.text(hash)} AND status = 'approved' AND codes_expire_at > ${at} AND expires_at > ${at}
+           RETURNING ${DEVICE_COLUMNS}
+         ), g AS (
+           ${this.upsertGrant("SELECT grant_id, client_id, user_id, scope, resource FROM won", at, p.int(latestExpiry(tokens)))}
+         ), a AS (${this.insertAccess(tokens, p, "g")}
+         )${tokens.refresh ? `, r AS (${this.insertRefresh(tokens.refresh, p, "g")})` : ""}
+         SELECT won.* FROM won, g`,
+        p.values,
+      );
+      row = rows[0];
+    } else {
+      row = await this.exchangeSqlite("oauth_device_redeem", "device", hash, null, tokens, now, "oauth_device", DEVICE_COLUMNS);
+    }
+    if (!row) return null;
+    const device = deviceRecord(row);
+    device.status = "approved"; // the record as it was before this call
+    await this.touchClient(device.client_id, now);
+    return device;
+  }
+
   /** Deletes expired records in bounded batches; how many. */
   async purgeExpired(now: number): Promise<number> {
     let total = 0;
     const targets: [string, string][] = [
       ["oauth_codes", "hash"], ["oauth_access_tokens", "hash"], ["oauth_refresh_tokens", "hash"],
-      ["oauth_once", "key"], ["oauth_grants", "grant_id"],
+      ["oauth_once", "key"], ["oauth_device", "hash"], ["oauth_grants", "grant_id"],
     ];
     for (const [table, key] of targets) {
       for (;;) {

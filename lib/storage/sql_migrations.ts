@@ -98,39 +98,38 @@ const v2sqlite: string[] = [
  * marks it last; SQLite runs one statement at a time, so exactly one caller sees it winnable. The caller reads
  * back whether its access token was stored. The row deletes itself.
  */
-const v3sqlite = (): string[] => {
-  const carrier = (name: string, key: string): string =>
-    table(name, `${key} TEXT, grace BIGINT, now BIGINT, g_expires BIGINT, a_hash TEXT, a_client TEXT, a_user TEXT,
-      a_scope TEXT, a_resource TEXT, a_grant TEXT, a_expires BIGINT, r_hash TEXT, r_grant TEXT, r_client TEXT,
-      r_user TEXT, r_scope TEXT, r_resource TEXT, r_expires BIGINT`);
-  const tombstone = (grant: string): string => `NOT EXISTS (SELECT 1 FROM oauth_grants WHERE grant_id = ${grant} AND revoked_at IS NOT NULL)`;
-  /** The grant upsert and token inserts of one winner, `won` selecting the winning row (grant columns). */
-  const issue = (won: string): string => `
-    INSERT INTO oauth_grants (grant_id, client_id, user_id, scope, resource, created_at, last_used_at, expires_at)
-      SELECT w.grant_id, w.client_id, w.user_id, w.scope, w.resource, NEW.now, NEW.now, NEW.g_expires FROM (${won}) AS w
-      WHERE true
-      ON CONFLICT (grant_id) DO UPDATE SET last_used_at = excluded.last_used_at,
-        created_at = COALESCE(oauth_grants.created_at, excluded.created_at),
-        client_id = COALESCE(oauth_grants.client_id, excluded.client_id),
-        user_id = COALESCE(oauth_grants.user_id, excluded.user_id),
-        scope = COALESCE(oauth_grants.scope, excluded.scope),
-        resource = COALESCE(oauth_grants.resource, excluded.resource),
-        expires_at = MAX(oauth_grants.expires_at, excluded.expires_at)
-      WHERE oauth_grants.revoked_at IS NULL;
-    INSERT INTO oauth_access_tokens (hash, client_id, user_id, scope, resource, grant_id, expires_at)
-      SELECT NEW.a_hash, NEW.a_client, NEW.a_user, NEW.a_scope, NEW.a_resource, NEW.a_grant, NEW.a_expires
-      WHERE EXISTS (${won}) AND ${tombstone("NEW.a_grant")};
-    INSERT INTO oauth_refresh_tokens (hash, grant_id, client_id, user_id, scope, resource, expires_at)
-      SELECT NEW.r_hash, NEW.r_grant, NEW.r_client, NEW.r_user, NEW.r_scope, NEW.r_resource, NEW.r_expires
-      WHERE NEW.r_hash IS NOT NULL AND EXISTS (${won}) AND ${tombstone("NEW.r_grant")};`;
-  // The conditions read only the code or old token row (and, for a grace retry, its first successor), which
-  // the inserts above leave alone: every step of the trigger sees the same winner.
-  const redeemable = "hash = NEW.code AND redeemed_at IS NULL AND expires_at > NEW.now";
-  const rotatable = (t: string): string =>
-    `${t}.hash = NEW.old AND ${t}.expires_at > NEW.now AND (${t}.rotated_at IS NULL OR (NEW.grace IS NOT NULL
-      AND ${t}.rotated_at > NEW.grace AND ${t}.replaced_by IS NOT NULL AND NOT EXISTS (SELECT 1 FROM
-      oauth_refresh_tokens s WHERE s.hash = ${t}.replaced_by AND s.rotated_at IS NOT NULL)))`;
-  return [
+const carrier = (name: string, key: string): string =>
+  table(name, `${key} TEXT, grace BIGINT, now BIGINT, g_expires BIGINT, a_hash TEXT, a_client TEXT, a_user TEXT,
+    a_scope TEXT, a_resource TEXT, a_grant TEXT, a_expires BIGINT, r_hash TEXT, r_grant TEXT, r_client TEXT,
+    r_user TEXT, r_scope TEXT, r_resource TEXT, r_expires BIGINT`);
+const tombstone = (grant: string): string => `NOT EXISTS (SELECT 1 FROM oauth_grants WHERE grant_id = ${grant} AND revoked_at IS NOT NULL)`;
+/** The grant upsert and token inserts of one winner, `won` selecting the winning row (grant columns). */
+const issue = (won: string): string => `
+  INSERT INTO oauth_grants (grant_id, client_id, user_id, scope, resource, created_at, last_used_at, expires_at)
+    SELECT w.grant_id, w.client_id, w.user_id, w.scope, w.resource, NEW.now, NEW.now, NEW.g_expires FROM (${won}) AS w
+    WHERE true
+    ON CONFLICT (grant_id) DO UPDATE SET last_used_at = excluded.last_used_at,
+      created_at = COALESCE(oauth_grants.created_at, excluded.created_at),
+      client_id = COALESCE(oauth_grants.client_id, excluded.client_id),
+      user_id = COALESCE(oauth_grants.user_id, excluded.user_id),
+      scope = COALESCE(oauth_grants.scope, excluded.scope),
+      resource = COALESCE(oauth_grants.resource, excluded.resource),
+      expires_at = MAX(oauth_grants.expires_at, excluded.expires_at)
+    WHERE oauth_grants.revoked_at IS NULL;
+  INSERT INTO oauth_access_tokens (hash, client_id, user_id, scope, resource, grant_id, expires_at)
+    SELECT NEW.a_hash, NEW.a_client, NEW.a_user, NEW.a_scope, NEW.a_resource, NEW.a_grant, NEW.a_expires
+    WHERE EXISTS (${won}) AND ${tombstone("NEW.a_grant")};
+  INSERT INTO oauth_refresh_tokens (hash, grant_id, client_id, user_id, scope, resource, expires_at)
+    SELECT NEW.r_hash, NEW.r_grant, NEW.r_client, NEW.r_user, NEW.r_scope, NEW.r_resource, NEW.r_expires
+    WHERE NEW.r_hash IS NOT NULL AND EXISTS (${won}) AND ${tombstone("NEW.r_grant")};`;
+// The conditions read only the code or old token row (and, for a grace retry, its first successor), which
+// the inserts above leave alone: every step of the trigger sees the same winner.
+const redeemable = "hash = NEW.code AND redeemed_at IS NULL AND expires_at > NEW.now";
+const rotatable = (t: string): string =>
+  `${t}.hash = NEW.old AND ${t}.expires_at > NEW.now AND (${t}.rotated_at IS NULL OR (NEW.grace IS NOT NULL
+    AND ${t}.rotated_at > NEW.grace AND ${t}.replaced_by IS NOT NULL AND NOT EXISTS (SELECT 1 FROM
+    oauth_refresh_tokens s WHERE s.hash = ${t}.replaced_by AND s.rotated_at IS NOT NULL)))`;
+const v3sqlite = (): string[] => [
     carrier("oauth_redeem", "code"),
     `CREATE TRIGGER IF NOT EXISTS oauth_redeem_code AFTER INSERT ON oauth_redeem BEGIN${
       issue(`SELECT grant_id, client_id, user_id, scope, resource FROM oauth_codes WHERE ${redeemable}`)
@@ -148,14 +147,37 @@ const v3sqlite = (): string[] => {
     WHERE ${rotatable("oauth_refresh_tokens")};
     DELETE FROM oauth_rotate WHERE rowid = NEW.rowid;
   END`,
-  ];
-};
+];
+
+/**
+ * Device authorizations (RFC 8628), both dialects: both codes only as hashes. `slowed` is what the last poll
+ * decided, written by the same UPDATE that moved `last_polled_at`. SQLite's redemption is a carrier row whose
+ * trigger stores the grant and tokens only while the record is approved, then marks it redeemed, as with codes.
+ */
+const DEVICE_REDEEMABLE = "hash = NEW.device AND status = 'approved' AND codes_expire_at > NEW.now AND expires_at > NEW.now";
+const v5 = (dialect: Dialect): string[] => [
+  table("oauth_device", `hash TEXT PRIMARY KEY, user_code TEXT NOT NULL UNIQUE, client_id TEXT NOT NULL,
+    scope TEXT NOT NULL, resource TEXT, grant_id TEXT NOT NULL, created_at BIGINT NOT NULL,
+    codes_expire_at BIGINT NOT NULL, expires_at BIGINT NOT NULL, interval_ms BIGINT NOT NULL, last_polled_at BIGINT,
+    slowed SMALLINT NOT NULL DEFAULT 0, status TEXT NOT NULL, user_id TEXT, auth_time BIGINT`),
+  index("oauth_device_expiry", "oauth_device (expires_at)"),
+  ...(dialect === "postgres" ? [] : [
+    carrier("oauth_device_redeem", "device"),
+    `CREATE TRIGGER IF NOT EXISTS oauth_device_redeem_tokens AFTER INSERT ON oauth_device_redeem BEGIN${
+      issue(`SELECT grant_id, client_id, user_id, scope, resource FROM oauth_device WHERE ${DEVICE_REDEEMABLE}`)
+    }
+    UPDATE oauth_device SET status = 'redeemed' WHERE ${DEVICE_REDEEMABLE};
+    DELETE FROM oauth_device_redeem WHERE rowid = NEW.rowid;
+  END`,
+  ]),
+];
 
 /** Every migration, in order. Append; never edit one that has shipped. */
 export const MIGRATIONS: readonly Migration[] = [
   { version: 1, postgres: v1("postgres"), sqlite: v1("sqlite") },
   { version: 2, postgres: [], sqlite: v2sqlite },
   { version: 3, postgres: [], sqlite: v3sqlite() },
+  { version: 5, postgres: v5("postgres"), sqlite: v5("sqlite") },
 ];
 
 /** The latest schema version this code knows. */

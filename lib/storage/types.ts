@@ -180,6 +180,59 @@ export interface GrantRecord {
 }
 
 /**
+ * A device authorization (RFC 8628 §3.1), stored by the hashes of its two codes. It moves once from `pending`
+ * to `approved` or `denied` (the user's decision), and once from `approved` to `redeemed` (the tokens).
+ */
+export interface DeviceAuthorizationRecord {
+  /** SHA-256 of the device code, base64url. */
+  hash: string;
+  /** SHA-256 of the user code in its canonical form (upper case, no dash), base64url. */
+  user_code_hash: string;
+  /** The client that asked. */
+  client_id: string;
+  /** The scope asked for, space-delimited. */
+  scope: string;
+  /** The audiences asked for (RFC 8707). */
+  resource?: string[];
+  /** The grant its tokens will belong to. */
+  grant_id: string;
+  /** When the device asked (shown to the user). */
+  created_at: number;
+  /** When its codes stop working: a poll after it gets `expired_token` (RFC 8628 §3.5). */
+  codes_expire_at: number;
+  /** When the store may forget it (at or after `codes_expire_at`, so that a late poll is still recognised). */
+  expires_at: number;
+  /** The least time between polls, in ms; grows by 5000 at each poll that came too soon (`slow_down`). */
+  interval: number;
+  /** When the device last polled. */
+  last_polled_at?: number;
+  /** Where it stands. */
+  status: "pending" | "approved" | "denied" | "redeemed";
+  /** The user who decided; set with the decision. */
+  user_id?: string;
+  /** When that user signed in (seconds since the epoch), where known. */
+  auth_time?: number;
+}
+
+/** The user's decision on a device authorization. */
+export interface DeviceDecision {
+  /** true: approved; false: denied. */
+  approved: boolean;
+  /** Who decided. */
+  user_id: string;
+  /** When that user signed in (seconds since the epoch), where known. */
+  auth_time?: number;
+}
+
+/** What one poll found: the record after the poll, and whether it came too soon. */
+export interface DevicePoll {
+  /** The record, with `last_polled_at = now` and the interval as it stands after this poll. */
+  record: DeviceAuthorizationRecord;
+  /** This poll came less than `interval` after the previous one; the interval has grown by 5000 ms. */
+  slow_down: boolean;
+}
+
+/**
  * The storage contract every store implements.
  *
  * Every verb may reject when the store is unreachable; the server turns that into 503
@@ -295,8 +348,37 @@ export interface Storage {
   swapSetting(name: string, expected: string | null, next: string): Promise<boolean>;
 
   /**
-   * Deletes expired codes, access tokens, refresh tokens, grants (and the tombstones of revoked grants) and
-   * marks; live records are untouched. Returns how many records it deleted. A store may keep a record that
+   * Stores a new device authorization (status `pending`, no `last_polled_at`). Returns false, storing nothing,
+   * when a live record already holds its `user_code_hash` (the caller draws another user code).
+   */
+  saveDeviceAuthorization(record: DeviceAuthorizationRecord, now: number): Promise<boolean>;
+  /** A live device authorization by the hash of its user code, whatever its status, or null. */
+  findDeviceAuthorization(userCodeHash: string, now: number): Promise<DeviceAuthorizationRecord | null>;
+  /**
+   * Atomically records the user's decision: `pending` becomes `approved` or `denied`, with `user_id` and
+   * `auth_time`, if and only if the record is live, pending, and `now < codes_expire_at`. Returns the updated
+   * record to the one caller that decided, null to every other (a decision is made once).
+   */
+  decideDeviceAuthorization(userCodeHash: string, decision: DeviceDecision, now: number): Promise<DeviceAuthorizationRecord | null>;
+  /**
+   * One poll by the device, decided atomically: for a live record, `slow_down` is true when `last_polled_at` is
+   * set and `now < last_polled_at + interval`, and then `interval` grows by 5000 (RFC 8628 §3.5); either way
+   * `last_polled_at` becomes `now`. Of any number of concurrent polls, at most one sees `slow_down: false`
+   * within one interval. Null when there is no live record.
+   */
+  pollDeviceAuthorization(hash: string, now: number): Promise<DevicePoll | null>;
+  /**
+   * Atomically marks an `approved` device authorization `redeemed` and stores `tokens`, if and only if it is
+   * live, approved, `now < codes_expire_at` and its grant is not revoked, exactly as {@link Storage.redeemCode}
+   * does for a code (one winner; the grant record `grant_id` created from the record's client_id, user_id,
+   * scope and resource; the client's `last_used_at`). Returns the record as it was to the winner, null to every
+   * other caller, who stored nothing.
+   */
+  redeemDeviceAuthorization(hash: string, tokens: IssuedTokens, now: number): Promise<DeviceAuthorizationRecord | null>;
+
+  /**
+   * Deletes expired codes, device authorizations, access tokens, refresh tokens, grants (and the tombstones of
+   * revoked grants) and marks; live records are untouched. Returns how many records it deleted. A store may keep a record that
    * expired less than 60 000 ms before `now` until a later call, and a store whose records expire by themselves
    * (Redis TTLs) may do nothing and return 0. Must not block the store for long: delete in bounded batches.
    */
@@ -307,7 +389,8 @@ const METHODS = [
   "getClient", "saveClient", "setClientActive", "listClients", "deleteClient", "revokeClientGrants",
   "saveCode", "findCode", "redeemCode", "saveTokens", "findAccessToken", "findRefreshToken",
   "rotateRefreshToken", "revokeGrant", "revokeAccessToken", "listGrants", "markOnce", "isMarked",
-  "initSetting", "getSetting", "swapSetting", "purgeExpired",
+  "initSetting", "getSetting", "swapSetting", "purgeExpired", "saveDeviceAuthorization", "findDeviceAuthorization",
+  "decideDeviceAuthorization", "pollDeviceAuthorization", "redeemDeviceAuthorization",
 ] as const satisfies readonly (keyof Storage)[];
 // Fails to compile when Storage gains a method this list misses.
 const complete: [Exclude<keyof Storage, (typeof METHODS)[number]>] extends [never] ? true : never = true;
