@@ -8,7 +8,8 @@
 
 /**
  * Every error code the server can send, with the HTTP status it is sent with by default.
- * RFC 6749 §4.1.2.1 and §5.2, RFC 6750 §3.1, RFC 7009 §2.2.1, RFC 8707 §2, RFC 7591 §3.2.2, OpenID Connect Core §3.1.2.6.
+ * RFC 6749 §4.1.2.1 and §5.2, RFC 6750 §3.1, RFC 7009 §2.2.1, RFC 8707 §2, RFC 7591 §3.2.2, RFC 8628 §3.5, OpenID Connect
+ * Core §3.1.2.6.
  */
 export const ERROR_STATUS = {
   invalid_request: 400,
@@ -32,8 +33,12 @@ export const ERROR_STATUS = {
   consent_required: 400,
   invalid_token: 401,
   insufficient_scope: 403,
-  /** Too many failed attempts; sent with 429 and `Retry-After`. */
+  /** Too many failed attempts; sent with 429 and `Retry-After`. RFC 8628 §3.5: a device polling too fast (400). */
   slow_down: 429,
+  /** RFC 8628 §3.5: the user has not approved or denied the device yet. */
+  authorization_pending: 400,
+  /** RFC 8628 §3.5: the device code has expired. */
+  expired_token: 400,
   server_error: 500,
   temporarily_unavailable: 503,
 } as const;

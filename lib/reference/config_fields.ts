@@ -8,6 +8,7 @@
  */
 import { configSchema as schemaOf } from "../core/option_config.ts";
 import type { OptionSpec, OptionType } from "../core/option_table.ts";
+import { DEVICE_CODE_GRANT } from "../grants/device_code.ts";
 import { GRANTS } from "../grants/registry.ts";
 import { OPTIONS } from "../server.ts";
 
@@ -41,7 +42,8 @@ const CLIENT: OptionType = {
     strings("scopes", "Scopes the client may ask for; each must be declared in the top-level scopes."),
     {
       key: "grant_types",
-      type: { kind: "list", items: { kind: "string", enum: Object.keys(GRANTS) } },
+      // A feature's grant (device_code) is listed too; the server refuses it unless its feature is on.
+      type: { kind: "list", items: { kind: "string", enum: [...Object.keys(GRANTS), DEVICE_CODE_GRANT] } },
       doc: "Grant types the client may use.",
     },
     bool("client_credentials_refresh_token", "Whether a client_credentials response carries a refresh token (needs the refresh_token grant)."),
