@@ -41,7 +41,7 @@ describe.skipIf(!HAVE_CHROMIUM)("the device flow with openid-client and a user i
     const settings: ReferenceConfig = {
       ...DEMO_CONFIG,
       device_authorization: { enabled: true, interval: 1 },
-      clients: [...DEMO_CONFIG.clients, { client_id: "device-cli", name: "Device CLI", scopes: [SCOPE], grant_types: [GRANT, "refresh_token"] }],
+      clients: [...DEMO_CONFIG.clients, { client_id: "device-cli", name: "Device CLI", redirect_uris: [], scopes: [SCOPE], grant_types: [GRANT, "refresh_token"] }],
     };
     let ready!: (app: ReferenceApp) => void;
     const pending = new Promise<ReferenceApp>((resolve) => (ready = resolve));
