@@ -82,6 +82,8 @@ export interface ReferenceConfig {
   /** The keys that sign JWT access tokens; setting it (or access_token_format) serves /jwks. */
   signing_keys?: { algorithm?: "ES256" | "EdDSA" | "RS256" | "PS256"; rotate_after_days?: number; retire_after_days?: number };
   cors?: { origins?: string[] };
+  /** The device authorization grant (RFC 8628); `expires_in` and `interval` in seconds. */
+  device_authorization?: { enabled?: boolean; expires_in?: number; interval?: number };
   refresh_grace_seconds?: number;
   /** Refresh tokens of the code flow only when `offline_access` is granted (MCP 2026-07-28). */
   offline_access?: boolean;
