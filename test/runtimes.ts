@@ -39,6 +39,7 @@ export const EXCEPTIONS: readonly Exception[] = [
   { path: "storage/postgres.test.ts", skip: NOT_NODE22, why: "starts a real PostgreSQL server" },
   { path: "storage/redis.test.ts", skip: NOT_NODE22, why: "starts a real Redis server" },
   { path: "storage/races.test.ts", skip: NOT_NODE22, why: "races racer processes on real databases" },
+  { path: "storage/device_races.test.ts", skip: NOT_NODE22, why: "races racer processes on real databases" },
   { path: "storage/outage.test.ts", skip: NOT_NODE22, why: "stops and restarts real database servers" },
   { path: "storage/model.test.ts", skip: NODE_ONLY, why: "random verb sequences with fast-check, like the adversarial suite" },
   { path: "storage/bun_drivers.test.ts", skip: ["deno"], why: "Bun's own SQL and Redis clients (it skips itself elsewhere)" },

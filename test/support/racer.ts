@@ -3,7 +3,8 @@
  *   node --import tsx test/support/racer.ts DRIVER TARGET
  * Prints "ready" (after migrating, with RACER_MIGRATE set), then for each stdin line {round, verb, hash, grant, now} it redeems the code (or rotates the
  * refresh token, with a 10 s grace window for "grace") with fresh token hashes and prints {round, won, access}; for
- * "setting" it swaps the setting named `hash` from `expected` to a value of its own, printed as `access`.
+ * "setting" it swaps the setting named `hash` from `expected` to a value of its own, printed as `access`; the
+ * "device-*" verbs decide, poll or redeem a device authorization (won: decided, in time, redeemed).
  *
  * @module
  */
@@ -20,7 +21,14 @@ const random = () => crypto.randomUUID();
 const lines = createInterface({ input: process.stdin });
 process.stdout.write("ready\n");
 for await (const line of lines) {
-  const task = JSON.parse(line) as { round: number; verb: "code" | "refresh" | "grace" | "setting"; hash: string; grant: string; now: number; expected?: string | null };
+  const task = JSON.parse(line) as {
+    round: number;
+    verb: "code" | "refresh" | "grace" | "setting" | "device-decide" | "device-poll" | "device-redeem";
+    hash: string;
+    grant: string;
+    now: number;
+    expected?: string | null;
+  };
   const access = `at-${random()}`;
   if (task.verb === "setting") {
     // A compare-and-set of the setting named `hash` from `expected`; `access` doubles as this racer's value.
@@ -37,7 +45,11 @@ for await (const line of lines) {
   };
   let won = false;
   try {
-    won = task.verb === "code"
+    // Device authorizations (test/storage/device_races.test.ts): `hash` is the user code hash for a decision.
+    if (task.verb === "device-decide") won = (await store.decideDeviceAuthorization(task.hash, { approved: true, user_id: access }, task.now)) !== null;
+    else if (task.verb === "device-poll") won = (await store.pollDeviceAuthorization(task.hash, task.now))?.slow_down === false;
+    else if (task.verb === "device-redeem") won = (await store.redeemDeviceAuthorization(task.hash, tokens, task.now)) !== null;
+    else won = task.verb === "code"
       ? (await store.redeemCode(task.hash, tokens, task.now)) !== null
       : (await store.rotateRefreshToken(task.hash, tokens, task.now, task.verb === "grace" ? 10_000 : 0)) !== null;
   } catch (error) {
