@@ -39,6 +39,7 @@ export const deviceCode: Grant = defineGrant({
     const { record } = poll;
     if (now >= record.codes_expire_at) throw polling("expired_token", "The device_code has expired; start again");
     if (record.status === "denied") throw polling("access_denied", "The user denied the request");
+    // Also refused by the redemption below; answered here without minting tokens first.
     if (record.status === "redeemed") throw polling("invalid_grant", "The device_code was already used");
     if (poll.slow_down) throw polling("slow_down", `Polling too fast: wait ${record.interval / 1000} seconds between requests`);
     if (record.status === "pending") throw polling("authorization_pending", "The user has not decided yet");
