@@ -35,6 +35,7 @@ export type { ProfileOptions } from "./lib/features/profile.ts";
 export type { ResourceIndicatorOptions } from "./lib/features/resource_indicators.ts";
 export type { RefreshGraceOptions } from "./lib/features/refresh_grace.ts";
 export type { RegistrationFeatureOptions } from "./lib/features/registration.ts";
+export type { DeviceAuthorizationFeatureOptions, DeviceAuthorizationOptions } from "./lib/features/device_authorization.ts";
 export type { ClientMetadataDocumentFeatureOptions } from "./lib/features/client_metadata_documents.ts";
 export type { CorsOptions } from "./lib/features/cors.ts";
 export type { OfflineAccessOptions } from "./lib/features/offline_access.ts";
@@ -76,6 +77,9 @@ export {
   type ClientOrigin,
   type ClientRecord,
   type CodeRecord,
+  type DeviceAuthorizationRecord,
+  type DeviceDecision,
+  type DevicePoll,
   type GrantRecord,
   type GrantType,
   type IssuedTokens,
