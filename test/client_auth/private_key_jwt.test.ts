@@ -6,7 +6,8 @@ import { describe, expect, test } from "vitest";
 import type { AuditEvent } from "../../mod.ts";
 import { errorOf, fixture, type Fixture, ISSUER, postToken, SECRETS, TOKEN_URL } from "../helpers.ts";
 import { assertionFields, clientAssertion, hmacSigned, seconds, testKey, type TestKey, unsigned } from "../identity_helpers.ts";
-import { post } from "../mcp_helpers.ts";
+import { respond, startServer } from "../jose/fixtures/http_server.ts";
+import { approve, LOOPBACK, mcpFixture, post } from "../mcp_helpers.ts";
 
 const KEY = await testKey("ES256");
 const OTHER = await testKey("ES256", KEY.kid);
@@ -237,5 +238,67 @@ describe("dynamic registration (RFC 7591 §2)", () => {
     const f = await registering();
     const response = await registration(f, { client_name: "Agent", grant_types: ["client_credentials"], scope: "export", token_endpoint_auth_method: "private_key_jwt", ...extra });
     expect(await errorOf(response)).toMatchObject({ status: 400, error: "invalid_client_metadata" });
+  });
+});
+
+describe("keys at a jwks_uri", () => {
+  test("an operator's loopback jwks_uri: fetched once and cached; a new kid (a rotation) costs one refetch, at most every 30 s", async () => {
+    let keys = [KEY];
+    const host = await startServer((_, socket) => respond(socket, 200, { "content-type": "application/json", "cache-control": "max-age=600" }, JSON.stringify({ keys: keys.map((k) => k.publicJwk) })));
+    try {
+      const f = await fixture();
+      await f.server.clients.register({
+        client_id: "remote", name: "Remote keys", type: "confidential", scopes: ["export"], grant_types: ["client_credentials"],
+        token_endpoint_auth_method: "private_key_jwt", jwks_uri: `${host.origin}/jwks`,
+      });
+      for (let i = 0; i < 3; i++) expect((await postToken(f.server, cc(assertionFields(await clientAssertion(KEY, "remote", f.clock.now))))).status).toBe(200);
+      expect(host.requests).toHaveLength(1);
+      const next = await testKey("EdDSA");
+      keys = [KEY, next];
+      // Within 30 s of the last fetch an unknown kid fetches nothing: a flood of made-up kids costs the host nothing.
+      expect((await postToken(f.server, cc(assertionFields(await clientAssertion(next, "remote", f.clock.now))))).status).toBe(401);
+      expect(host.requests).toHaveLength(1);
+      f.clock.advance(31);
+      expect((await postToken(f.server, cc(assertionFields(await clientAssertion(next, "remote", f.clock.now))))).status).toBe(200);
+      expect((await postToken(f.server, cc(assertionFields(await clientAssertion(next, "remote", f.clock.now))))).status).toBe(200);
+      expect(host.requests).toHaveLength(2);
+    } finally {
+      await host.close();
+    }
+  });
+
+  test("a client metadata document may publish its keys and sign in with private_key_jwt at the token endpoint", async () => {
+    const CLIENT_ID = "https://agent.example.com/oauth/client.json";
+    const document = {
+      client_id: CLIENT_ID, client_name: "Signing agent", redirect_uris: [LOOPBACK], grant_types: ["authorization_code"],
+      token_endpoint_auth_method: "private_key_jwt", jwks_uri: "https://agent.example.com/oauth/jwks.json",
+    };
+    const fetched: string[] = [];
+    const fetch = async (request: Request) => {
+      fetched.push(request.url);
+      return Response.json(request.url.endsWith("jwks.json") ? KEY.jwks : document);
+    };
+    const f = await mcpFixture({ clientMetadataDocuments: { enabled: true, fetch }, keySets: { fetch }, defaultScope: "read" });
+    const authorize = await approve(f.server, { response_type: "code", client_id: CLIENT_ID, redirect_uri: LOOPBACK, scope: "read", state: "s" });
+    const code = new URL(authorize.headers.get("location")!).searchParams.get("code")!;
+    expect((await f.server.clients.get(CLIENT_ID))).toMatchObject({ type: "confidential", metadata: { token_endpoint_auth_method: "private_key_jwt" } });
+    const redeem = await post(f.server, "/token", {
+      grant_type: "authorization_code", code, redirect_uri: LOOPBACK, ...assertionFields(await clientAssertion(KEY, CLIENT_ID, f.clock.now)),
+    });
+    expect(redeem.status, await redeem.clone().text()).toBe(200);
+    expect(fetched).toEqual([CLIENT_ID, document.jwks_uri]);
+    const unsigned = await post(f.server, "/token", { grant_type: "authorization_code", code, redirect_uri: LOOPBACK, client_id: CLIENT_ID });
+    expect((await errorOf(unsigned)).error).toBe("invalid_client");
+  });
+
+  test("a document's jwks_uri on a private host is refused with the document", async () => {
+    const CLIENT_ID = "https://agent.example.com/oauth/client.json";
+    const fetch = async () => Response.json({
+      client_id: CLIENT_ID, client_name: "Agent", redirect_uris: [LOOPBACK], token_endpoint_auth_method: "private_key_jwt", jwks_uri: "https://169.254.169.254/keys",
+    });
+    const f = await mcpFixture({ clientMetadataDocuments: { enabled: true, fetch }, defaultScope: "read" });
+    const authorize = await approve(f.server, { response_type: "code", client_id: CLIENT_ID, redirect_uri: LOOPBACK, scope: "read", state: "s" });
+    expect(authorize.status).toBe(400);
+    expect(await authorize.text()).toMatch(/jwks_uri/);
   });
 });
