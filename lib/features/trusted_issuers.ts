@@ -131,6 +131,9 @@ export async function verifyTrusted(token: string, issuer: TrustedIssuer, client
     required: idJag ? ["sub", "aud", "client_id", "jti", "iat"] : ["sub", "aud"],
     now: context.now,
   });
+  // The draft §3's claims have types: a scope that is not a string is a malformed grant, not "no scope".
+  if (claims.scope !== undefined && typeof claims.scope !== "string") throw new AssertionRefused("claims", "The assertion's scope is malformed");
+  if (claims.auth_time !== undefined && typeof claims.auth_time !== "number") throw new AssertionRefused("claims", "The assertion's auth_time is malformed");
   if (!idJag) return { issuer, claims, subject: claims.sub! };
   // §4.4.1: the client_id claim identifies the same client as the request's authentication.
   if (claims.client_id !== client.client_id) throw new AssertionRefused("client_mismatch", "The assertion was issued for another client");
