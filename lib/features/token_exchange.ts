@@ -18,7 +18,7 @@ export interface TokenExchangeOptions {
   enabled?: boolean;
   /**
    * Decides whether a client may make an exchange (its subject, actor, scope and audience); false is refused
-   * with `invalid_grant`. Default: every client whose `grant_types` has the grant may.
+   * with `invalid_request` (RFC 8693 §2.2.2). Default: every client whose `grant_types` has the grant may.
    */
   policy?: ExchangePolicy;
 }

@@ -2,7 +2,9 @@
  * The token exchange grant (RFC 8693 §2): a client trades a subject token (one of this server's access tokens,
  * opaque or JWT, or a JWT of a trusted issuer) for an access token of its own, for the audience it names and
  * within the subject token's scope. With an `actor_token` the new token is a delegation, and names the actor in
- * `act` (§4.1), nested over the subject token's own actor (a chain of delegations).
+ * `act` (§4.1), nested over the subject token's own actor (a chain of delegations). A subject or actor token that
+ * is invalid for any reason, or unacceptable by policy, is `invalid_request` (§2.2.2); a target this server
+ * cannot issue for is `invalid_target`; a wider scope is `invalid_scope` (RFC 6749 §5.2).
  *
  * @module
  */
@@ -15,7 +17,6 @@ import { sha256 } from "../sha256.ts";
 import type { AccessTokenRecord, ClientRecord } from "../storage/types.ts";
 import { jwtAccessTokens } from "./jwt_access_tokens.ts";
 import { jwtBearer } from "./jwt_bearer.ts";
-import { assertionGrantError } from "./jwt_bearer_grant.ts";
 import { offlineAccess } from "./offline_access.ts";
 import { keySetsFeature } from "./private_key_jwt.ts";
 import { profile } from "./profile.ts";
@@ -45,6 +46,7 @@ export interface ExchangeParty {
 export interface ExchangeRequest {
   /** The authenticated client that asks. */
   client: Readonly<ClientRecord>;
+  /** Whose token is exchanged: the new token is for this subject. */
   subject: ExchangeParty;
   /** The actor of a delegation; absent for an impersonation. */
   actor?: ExchangeParty;
@@ -54,7 +56,7 @@ export interface ExchangeRequest {
   resource?: readonly string[];
 }
 
-/** Decides whether a client may make this exchange; false is refused with `invalid_grant`. */
+/** Decides whether a client may make this exchange; false is refused with `invalid_request` (RFC 8693 §2.2.2). */
 export type ExchangePolicy = (request: ExchangeRequest) => boolean | Promise<boolean>;
 
 /** A token resolved: this server's own record, or a trusted issuer's verified JWT. */
@@ -103,7 +105,7 @@ export function tokenExchangeGrant(policy: ExchangePolicy): Grant {
         try {
           return await resolveToken(token, type, view, context);
         } catch (error) {
-          if (error instanceof AssertionRefused) throw refuse(`${role}_${error.reason}`, assertionGrantError(error));
+          if (error instanceof AssertionRefused) throw refuse(`${role}_${error.reason}`, unacceptable(`The ${role} token is not accepted`));
           if (error instanceof OAuthError) throw refuse(`${role}_invalid`, error);
           throw error;
         }
@@ -133,10 +135,10 @@ export function tokenExchangeGrant(policy: ExchangePolicy): Grant {
         throw error;
       }
       const request: ExchangeRequest = { client, subject: subject.party, scope, ...(actor ? { actor: actor.party } : {}), ...(resource ? { resource } : {}) };
-      if (!(await policy(request))) throw refuse("policy", new OAuthError("invalid_grant", { description: "This client may not exchange this token" }));
+      if (!(await policy(request))) throw refuse("policy", unacceptable("This client may not exchange this token"));
       for (const party of [subject, actor]) {
         if (party?.kind === "trusted" && !(await spendAssertion(party.verified, view.storage, now))) {
-          throw refuse("replay", assertionGrantError(new AssertionRefused("replay", "The token was used before")));
+          throw refuse("replay", unacceptable("The token was used before"));
         }
       }
       const prior = subject.kind === "local" ? subject.record.act : actOf(subject.verified.claims);
@@ -159,6 +161,9 @@ export function tokenExchangeGrant(policy: ExchangePolicy): Grant {
   });
 }
 
+/** RFC 8693 §2.2.2: a subject or actor token invalid for any reason, or unacceptable by policy. */
+const unacceptable = (description: string): OAuthError => new OAuthError("invalid_request", { description });
+
 /** What resolving a token reads of the grant's view. */
 interface ResolveView {
   readonly issuer: string;
@@ -174,7 +179,6 @@ interface ResolveView {
  * whose client was paused, is not found), or a trusted issuer's JWT, verified under its kind's rules.
  */
 async function resolveToken(token: string, type: string, view: ResolveView, context: TrustContext & { client: ClientRecord }): Promise<Resolved> {
-  const invalid = (description: string) => new OAuthError("invalid_grant", { description });
   if (type !== TOKEN_TYPE.access_token && type !== TOKEN_TYPE.jwt) {
     throw new OAuthError("invalid_request", { description: "The token type is not supported" });
   }
@@ -182,7 +186,7 @@ async function resolveToken(token: string, type: string, view: ResolveView, cont
   if (type === TOKEN_TYPE.access_token || iss === view.issuer) {
     const record = await view.storage.findAccessToken(sha256(token), context.now);
     const owner = record && await view.storage.getClient(record.client_id);
-    if (!record || !owner?.active) throw invalid("The token is invalid, expired or revoked");
+    if (!record || !owner?.active) throw unacceptable("The token is invalid, expired or revoked");
     return {
       kind: "local",
       record,

@@ -1,7 +1,8 @@
 // Token exchange (RFC 8693), opt-in: a service trades a user's access token (opaque or JWT) or a trusted issuer's
 // JWT for a token of its own, for the audience it names, never wider in scope; an actor token makes a delegation,
 // shown as act (§4.1) in JWT access tokens and in introspection, nested over an earlier actor. Refused: a revoked
-// or expired subject token, a wider scope, a client without the grant, what the policy hook forbids.
+// or expired subject token and what the policy hook forbids (invalid_request, §2.2.2), a wider scope
+// (invalid_scope), a client without the grant (unauthorized_client).
 import * as jose from "jose";
 import { describe, expect, test } from "vitest";
 import type { AuditEvent, AuthorizationServer, AuthorizationServerOptions } from "../../mod.ts";
@@ -135,20 +136,20 @@ describe("an exchange of this server's access token", () => {
     expect(f.events.filter((e) => e.type === "token_exchange.refused").map((e) => e.reason)).toEqual(["scope"]);
   });
 
-  test("refused with invalid_grant: a revoked subject token, an expired one, one whose client is paused, an unknown one", async () => {
+  test("refused with invalid_request (RFC 8693 §2.2.2): a revoked subject token, an expired one, one whose client is paused, an unknown one", async () => {
     const f = await setup();
     const revoked = await aliceToken(f.server);
     await post(f.server, "/revoke", { token: revoked, client_id: "cli" });
     const expired = await aliceToken(f.server);
     const paused = await gatewayToken(f.server);
     const refuse = async (token: string, label: string) =>
-      expect(await errorOf(await exchange(f.server, { subject_token: token, subject_token_type: ACCESS_TOKEN_TYPE })), label).toMatchObject({ status: 400, error: "invalid_grant" });
+      expect(await errorOf(await exchange(f.server, { subject_token: token, subject_token_type: ACCESS_TOKEN_TYPE })), label).toMatchObject({ status: 400, error: "invalid_request" });
     await refuse(revoked, "revoked");
     await refuse("not-a-token-of-this-server", "unknown");
     await f.server.clients.register({ client_id: "other-gw", client_secret: GATEWAY_SECRET, name: "Other", type: "confidential", scopes: ["read"], grant_types: [TOKEN_EXCHANGE] });
     await f.server.clients.pause("gateway");
     const byOther = await exchange(f.server, { subject_token: paused, subject_token_type: ACCESS_TOKEN_TYPE }, { client_id: "other-gw", client_secret: GATEWAY_SECRET });
-    expect(await errorOf(byOther), "paused").toMatchObject({ error: "invalid_grant" });
+    expect(await errorOf(byOther), "paused").toMatchObject({ error: "invalid_request" });
     await f.server.clients.resume("gateway");
     f.clock.advance(3601);
     await refuse(expired, "expired");
@@ -171,7 +172,7 @@ describe("an exchange of this server's access token", () => {
     expect(await errorOf(open)).toMatchObject({ status: 401, error: "invalid_client" });
   });
 
-  test("the policy hook decides who may exchange what; false is invalid_grant", async () => {
+  test("the policy hook decides who may exchange what; false is invalid_request (RFC 8693 §2.2.2)", async () => {
     const seen: unknown[] = [];
     const f = await setup({
       tokenExchange: {
@@ -185,7 +186,7 @@ describe("an exchange of this server's access token", () => {
     const subject = await aliceToken(f.server);
     await exchanged(await exchange(f.server, { subject_token: subject, subject_token_type: ACCESS_TOKEN_TYPE, scope: "read" }));
     const denied = await exchange(f.server, { subject_token: subject, subject_token_type: ACCESS_TOKEN_TYPE, resource: OTHER_RESOURCE });
-    expect(await errorOf(denied)).toMatchObject({ error: "invalid_grant" });
+    expect(await errorOf(denied)).toMatchObject({ error: "invalid_request" });
     expect(seen[0]).toEqual({
       client: "gateway", subject: { issuer: "https://auth.example.com", subject: "alice", client_id: "cli", scope: "read write" }, actor: undefined, scope: "read", resource: [MCP],
     });
@@ -218,7 +219,7 @@ describe("an exchange of a trusted issuer's JWT", () => {
     const jag = await idJag(IDP_KEY, IDP, "gateway", f.clock.now, { scope: "read" });
     const body = await exchanged(await exchange(f.server, { subject_token: jag, subject_token_type: JWT_TOKEN_TYPE }));
     expect(await introspect(f.server, body.access_token as string)).toMatchObject({ sub: "alice", scope: "read" });
-    expect(await errorOf(await exchange(f.server, { subject_token: jag, subject_token_type: JWT_TOKEN_TYPE }))).toMatchObject({ error: "invalid_grant" });
+    expect(await errorOf(await exchange(f.server, { subject_token: jag, subject_token_type: JWT_TOKEN_TYPE }))).toMatchObject({ error: "invalid_request" });
     const delegated = await exchanged(await exchange(f.server, {
       subject_token: await aliceToken(f.server), subject_token_type: ACCESS_TOKEN_TYPE, scope: "read",
       actor_token: await workloadJwt(PLATFORM_KEY, PLATFORM, f.clock.now), actor_token_type: JWT_TOKEN_TYPE,
@@ -226,11 +227,11 @@ describe("an exchange of a trusted issuer's JWT", () => {
     expect((await introspect(f.server, delegated.access_token as string)).act).toEqual({ sub: "system:serviceaccount:prod:billing", iss: PLATFORM });
   });
 
-  test("an untrusted issuer's JWT, or a trusted one signed with another key, is invalid_grant", async () => {
+  test("an untrusted issuer's JWT, or a trusted one signed with another key, is invalid_request", async () => {
     const f = await setup();
     const rogue = await testKey("ES256", PLATFORM_KEY.kid);
     for (const token of [await workloadJwt(PLATFORM_KEY, "https://rogue.example.com", f.clock.now), await workloadJwt(rogue, PLATFORM, f.clock.now)]) {
-      expect(await errorOf(await exchange(f.server, { subject_token: token, subject_token_type: JWT_TOKEN_TYPE, scope: "export" }))).toMatchObject({ error: "invalid_grant" });
+      expect(await errorOf(await exchange(f.server, { subject_token: token, subject_token_type: JWT_TOKEN_TYPE, scope: "export" }))).toMatchObject({ error: "invalid_request" });
     }
     expect(f.events.filter((e) => e.type === "token_exchange.refused").map((e) => e.reason)).toEqual(["subject_unknown_issuer", "subject_signature"]);
   });
