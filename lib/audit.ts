@@ -30,7 +30,7 @@ export const AUDIT_EVENTS = {
   "assertion.accepted": "A jwt-bearer assertion became an access token (reason: the issuer's kind, id-jag or workload).",
   "assertion.refused": "A jwt-bearer assertion was refused (reason: why, in one word, e.g. unknown_issuer, replay, unknown_user).",
   "token.exchanged": "A token exchange issued a token (reason: delegation, with an actor, or impersonation).",
-  "token_exchange.refused": "A token exchange was refused (reason: why, in one word, e.g. subject_inactive, scope, policy).",
+  "token_exchange.refused": "A token exchange was refused (reason: why, in one word, e.g. subject_invalid, scope, policy).",
 } as const;
 
 /** The type of an audit event. */

@@ -2,7 +2,7 @@
  * Trusted issuers and the JWT bearer grant (RFC 7523 §2.1): identity assertions (ID-JAG, MCP Enterprise-Managed
  * Authorization) and workload JWTs (MCP SEP-1933) exchanged for access tokens. On when `trustedIssuers` lists
  * at least one issuer; the grant then appears in the metadata, and with an `id-jag` issuer so does the ID-JAG
- * profile (`authorization_grant_profiles_supported`, the draft's §6.2). Token exchange accepts the same issuers'
+ * profile (`authorization_grant_profiles_supported`, the draft's §7.2). Token exchange accepts the same issuers'
  * JWTs as subjects and actors.
  *
  * @module
@@ -31,7 +31,7 @@ export interface JwtBearerOptions {
   linkUser?: LinkUser;
 }
 
-/** The ID-JAG profile's identifier (draft-ietf-oauth-identity-assertion-authz-grant §6.2). */
+/** The ID-JAG profile's identifier (draft-ietf-oauth-identity-assertion-authz-grant §7.2). */
 export const ID_JAG_PROFILE = "urn:ietf:params:oauth:grant-profile:id-jag";
 
 const strings = (key: string, doc: string, minItems = 0): OptionSpec => ({ key, type: { kind: "list", items: { kind: "string" }, minItems }, doc });
