@@ -72,6 +72,7 @@ export function mintTokens(
   if (request.grant_id !== undefined) records.access.grant_id = request.grant_id;
   if (request.resource !== undefined) records.access.resource = request.resource;
   if (request.act !== undefined) records.access.act = request.act;
+  if (request.auth_time !== undefined) records.access.auth_time = request.auth_time;
   if (request.refresh_expires_at !== undefined &&
     // Stryker disable next-line ConditionalExpression: every grant that asks for a refresh token passes its grant_id; this narrows the type
     request.grant_id !== undefined) {
@@ -89,6 +90,7 @@ export function mintTokens(
     const refreshResource = request.refresh_resource ?? request.resource;
     if (refreshResource !== undefined) records.refresh.resource = refreshResource;
     if (request.act !== undefined) records.refresh.act = request.act;
+    if (request.auth_time !== undefined) records.refresh.auth_time = request.auth_time;
   }
   return { response, records };
 }

@@ -39,6 +39,7 @@ export const EXCEPTIONS: readonly Exception[] = [
   { path: "runtimes/slowloris.test.ts", skip: NODE_ONLY, why: "starts the reference server on all three runtimes itself" },
   { path: "storage/postgres.test.ts", skip: NOT_NODE22, why: "starts a real PostgreSQL server" },
   { path: "storage/redis.test.ts", skip: NOT_NODE22, why: "starts a real Redis server" },
+  { path: "storage/identity_databases.test.ts", skip: NOT_NODE22, why: "starts real PostgreSQL and Redis servers" },
   { path: "storage/races.test.ts", skip: NOT_NODE22, why: "races racer processes on real databases" },
   { path: "storage/outage.test.ts", skip: NOT_NODE22, why: "stops and restarts real database servers" },
   { path: "storage/model.test.ts", skip: NODE_ONLY, why: "random verb sequences with fast-check, like the adversarial suite" },
