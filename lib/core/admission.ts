@@ -35,6 +35,8 @@ export interface ClientDraft {
   introspection?: "own" | "all";
   /** The client's access-token format (RFC 9068), over the server's; kept in `metadata`. Operators only. */
   access_token_format?: "opaque" | "jwt";
+  /** The client must use DPoP at the token endpoint (RFC 9449 §5.2); kept in `metadata`. */
+  dpop_bound_access_tokens?: boolean;
   /** Registration metadata echoed back and kept (client_uri, logo_uri, application_type, …). */
   metadata?: Record<string, unknown>;
 }
@@ -231,6 +233,7 @@ export function clientAdmission(options: AdmissionOptions): ClientAdmission {
         metadata.application_type = impliedApplicationType(redirectUris);
       }
       if (draft.access_token_format !== undefined) metadata.access_token_format = draft.access_token_format;
+      if (draft.dpop_bound_access_tokens !== undefined) metadata.dpop_bound_access_tokens = draft.dpop_bound_access_tokens;
       if (Object.keys(metadata).length > 0) client.metadata = metadata;
       for (const rule of rules) rule(client, { origin, authorized, grants });
       if (!self) reserved.add(client.name);

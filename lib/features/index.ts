@@ -10,6 +10,7 @@
 import type { FeatureOptions } from "../core/feature.ts";
 import { type ClientMetadataDocumentFeatureOptions, clientMetadataDocumentsFeature } from "./client_metadata_documents.ts";
 import { cors, type CorsOptions } from "./cors.ts";
+import { dpop, type DpopFeatureOptions } from "./dpop.ts";
 import { type JwtAccessTokenOptions, jwtAccessTokens } from "./jwt_access_tokens.ts";
 import { offlineAccess, type OfflineAccessOptions } from "./offline_access.ts";
 import { profile, type ProfileOptions } from "./profile.ts";
@@ -27,6 +28,7 @@ export const FEATURES: readonly [
   typeof cors,
   typeof offlineAccess,
   typeof jwtAccessTokens,
+  typeof dpop,
 ] = [
   profile,
   resourceIndicators,
@@ -36,6 +38,7 @@ export const FEATURES: readonly [
   cors,
   offlineAccess,
   jwtAccessTokens,
+  dpop,
 ];
 
 /** The options every feature adds to `createAuthorizationServer`. */
@@ -47,7 +50,8 @@ export type FeaturesOptions =
   & ClientMetadataDocumentFeatureOptions
   & CorsOptions
   & OfflineAccessOptions
-  & JwtAccessTokenOptions;
+  & JwtAccessTokenOptions
+  & DpopFeatureOptions;
 
 // Fails to compile when a feature of FEATURES is missing from FeaturesOptions, or the other way round.
 type Derived = FeatureOptions<typeof FEATURES>;

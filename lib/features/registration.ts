@@ -111,8 +111,12 @@ export function registrationDraft(body: unknown, scopes: ReadonlyMap<string, str
   if (m.application_type !== undefined && m.application_type !== "web" && m.application_type !== "native") {
     throw metadataError("application_type must be web or native");
   }
+  // RFC 9449 §5.2: a client may bind itself to DPoP; the door checks that the server offers it.
+  if (m.dpop_bound_access_tokens !== undefined && typeof m.dpop_bound_access_tokens !== "boolean") {
+    throw metadataError("dpop_bound_access_tokens must be true or false");
+  }
   const metadata: Record<string, unknown> = {};
-  for (const key of [...ECHOED_STRINGS, "contacts", "application_type"]) if (m[key] !== undefined) metadata[key] = m[key];
+  for (const key of [...ECHOED_STRINGS, "contacts", "application_type", "dpop_bound_access_tokens"]) if (m[key] !== undefined) metadata[key] = m[key];
   metadata.token_endpoint_auth_method = method;
   const draft: ClientDraft = {
     name: isString(m.client_name) ? m.client_name : "Unnamed application",

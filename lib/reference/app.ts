@@ -205,6 +205,7 @@ const SAMPLE_SCOPES = ["reports.read", "reports.write"];
  * and 401/403 challenges that point at it. `GET /api/reports` needs `reports.read`, `POST /api/reports`
  * `reports.write` (it stores nothing), `GET /api/me` any valid token. A token bound to another resource (an
  * MCP server's) is refused; a token bound to none is taken, because the spec's clients never send `resource`.
+ * A DPoP-bound token is taken with the DPoP scheme and its proof, never as a Bearer token.
  */
 function sampleResource(
   server: AuthorizationServer,
@@ -220,6 +221,8 @@ function sampleResource(
     ...(scopes.length > 0 ? { scopesSupported: scopes } : {}),
     resourceName: "Sample reports API",
     requireAudience: false,
+    // DPoP-bound tokens with their proofs (RFC 9449 §7), each proof used once across every instance of the store.
+    dpop: { replay: server.storage },
     ...(onError ? { onError } : {}),
   });
   const json = (status: number, body: unknown) => (request: Request) => respond(request, jsonResponse(status, body));

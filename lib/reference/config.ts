@@ -51,6 +51,8 @@ export interface ConfigClient {
   introspection?: "own" | "all";
   /** The client's access-token format, over the top-level `access_token_format`. */
   access_token_format?: "opaque" | "jwt";
+  /** The client must send a DPoP proof with every token request (RFC 9449 §5.2). */
+  dpop_bound_access_tokens?: boolean;
 }
 
 /**
@@ -81,6 +83,8 @@ export interface ReferenceConfig {
   access_token_audience?: string;
   /** The keys that sign JWT access tokens; setting it (or access_token_format) serves /jwks. */
   signing_keys?: { algorithm?: "ES256" | "EdDSA" | "RS256" | "PS256"; rotate_after_days?: number; retire_after_days?: number };
+  /** DPoP (RFC 9449): sender-constrained tokens; `require_nonce` makes every proof carry a server nonce. */
+  dpop?: { enabled?: boolean; require_nonce?: boolean };
   cors?: { origins?: string[] };
   refresh_grace_seconds?: number;
   /** Refresh tokens of the code flow only when `offline_access` is granted (MCP 2026-07-28). */
@@ -215,6 +219,7 @@ export function configClient(c: ConfigClient): ClientRegistration {
     ...(c.default_scope === undefined ? {} : { default_scope: c.default_scope }),
     ...(c.introspection === undefined ? {} : { introspection: c.introspection }),
     ...(c.access_token_format === undefined ? {} : { access_token_format: c.access_token_format }),
+    ...(c.dpop_bound_access_tokens === undefined ? {} : { dpop_bound_access_tokens: c.dpop_bound_access_tokens }),
   };
 }
 

@@ -48,6 +48,7 @@ const CLIENT: OptionType = {
     str("default_scope", "Scope granted when a request names none; within the client's scopes."),
     str("introspection", 'Which tokens the client may introspect: its own ("own", default) or every one ("all").', { enum: ["own", "all"] }),
     str("access_token_format", 'The client\'s access tokens: "opaque" or "jwt" (RFC 9068), over the top-level access_token_format.', { enum: ["opaque", "jwt"] }),
+    bool("dpop_bound_access_tokens", "The client must send a DPoP proof with every token request (RFC 9449 §5.2; needs dpop.enabled)."),
   ],
 };
 

@@ -70,6 +70,8 @@ const OFF: Record<string, Options | null> = {
   // Set up always: without its options it serves nothing (no /jwks, no jwks_uri: its own tests) and only refuses
   // clients that ask for JWTs.
   jwt_access_tokens: null,
+  // Set up always, so its rule refuses clients that must use DPoP where the server does not offer it.
+  dpop: null,
 };
 
 const onOptions = (feature: AnyFeature): Options =>

@@ -172,7 +172,7 @@ describe("the published JSON Schema", () => {
         ? [path, ...Object.entries(schema.properties).flatMap(([k, s]) => walk(s, `${path}.${k}`))]
         : schema.type === "array" ? walk(schema.items, `${path}[]`) : [];
     const objects = walk(published, "$");
-    expect(objects.sort()).toEqual(["$", "$.users[]", "$.scopes[]", "$.clients[]", "$.registration", "$.client_metadata_documents", "$.cors", "$.metrics", "$.lifetimes", "$.signing_keys"].sort());
+    expect(objects.sort()).toEqual(["$", "$.users[]", "$.scopes[]", "$.clients[]", "$.registration", "$.client_metadata_documents", "$.cors", "$.metrics", "$.lifetimes", "$.signing_keys", "$.dpop"].sort());
     // At each object of the schema, an unknown key is refused by the parser too.
     for (const path of objects) {
       const config: any = base();
@@ -189,10 +189,10 @@ describe("the published JSON Schema", () => {
     expect(keys(published)).toEqual(
       ["$schema", "users", "scopes", "clients", "store", "secret", "scope_policy", "default_scope", "resources", "client_metadata_documents",
         "registration", "cors", "refresh_grace_seconds", "trust_proxy", "body_timeout_seconds", "audit_log", "metrics", "lifetimes", "offline_access",
-        "access_token_format", "access_token_audience", "signing_keys"].sort(),
+        "access_token_format", "access_token_audience", "signing_keys", "dpop"].sort(),
     );
     expect(keys(published.properties.clients.items)).toEqual(
-      ["client_id", "client_secret", "name", "redirect_uris", "scopes", "grant_types", "client_credentials_refresh_token", "default_scope", "introspection", "access_token_format"].sort(),
+      ["client_id", "client_secret", "name", "redirect_uris", "scopes", "grant_types", "client_credentials_refresh_token", "default_scope", "introspection", "access_token_format", "dpop_bound_access_tokens"].sort(),
     );
     expect(keys(published.properties.users.items)).toEqual(["username", "password", "password_hash", "name"].sort());
   });
