@@ -38,6 +38,7 @@ export type { RegistrationFeatureOptions } from "./lib/features/registration.ts"
 export type { ClientMetadataDocumentFeatureOptions } from "./lib/features/client_metadata_documents.ts";
 export type { CorsOptions } from "./lib/features/cors.ts";
 export type { OfflineAccessOptions } from "./lib/features/offline_access.ts";
+export type { DpopFeatureOptions, DpopOptions } from "./lib/features/dpop.ts";
 export type { ErrorHook } from "./lib/core/hooks.ts";
 export type { ScopePolicy } from "./lib/scope.ts";
 export type { CorsOrigins } from "./lib/features/cors.ts";
@@ -61,6 +62,7 @@ export {
   protectedResource,
   type ProtectedResourceOptions,
   type RequiredScopes,
+  type ResourceDpopOptions,
   type TokenVerifier,
 } from "./lib/resource_server.ts";
 export type { TokenResponse } from "./lib/tokens.ts";

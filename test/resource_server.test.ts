@@ -8,7 +8,7 @@ import { codeFlow, MCP, mcpFixture, OTHER_RESOURCE } from "./mcp_helpers.ts";
 
 const RS_SECRET = "resource-server-secret-0123456789";
 /** The DPoP challenge beside the Bearer one (RFC 9449 §7.1): every resource takes DPoP-bound tokens by default. */
-const dpopChallenge = (metadataUrl: string) => `DPoP resource_metadata="${metadataUrl}", algs="ES256 ES384 EdDSA RS256 PS256"`;
+const dpopChallenge = (metadataUrl: string) => `DPoP resource_metadata="${metadataUrl}", algs="ES256 ES384 EdDSA Ed25519 RS256 PS256"`;
 
 async function setup() {
   const f = await mcpFixture();
@@ -39,7 +39,7 @@ describe("metadata (RFC 9728)", () => {
       expect(await response.json()).toEqual({
         resource: MCP, authorization_servers: [ISSUER], bearer_methods_supported: ["header"],
         scopes_supported: ["read", "write"], resource_name: "Notes MCP",
-        dpop_signing_alg_values_supported: ["ES256", "ES384", "EdDSA", "RS256", "PS256"],
+        dpop_signing_alg_values_supported: ["ES256", "ES384", "EdDSA", "Ed25519", "RS256", "PS256"],
       });
       expect(response.headers.get("access-control-allow-origin")).toBe("*");
     }

@@ -15,8 +15,11 @@ import type { VerifiedHeader } from "../jose/jws.ts";
 import { type JwtClaims, verifyJwt } from "../jose/jwt.ts";
 import { sha256 } from "../sha256.ts";
 
-/** The algorithms a proof may be signed with (RFC 9449 §4.2: asymmetric; never `none` or HMAC). */
-export const DPOP_ALGORITHMS: readonly JwsAlgorithm[] = ["ES256", "ES384", "EdDSA", "RS256", "PS256"];
+/**
+ * The algorithms a proof may be signed with (RFC 9449 §4.2: asymmetric; never `none` or HMAC). Ed25519 under both
+ * its names: `EdDSA`, and `Ed25519` (RFC 9864), which oauth4webapi signs with.
+ */
+export const DPOP_ALGORITHMS: readonly JwsAlgorithm[] = ["ES256", "ES384", "EdDSA", "Ed25519", "RS256", "PS256"];
 
 /** Seconds a proof is accepted after its `iat`, and so how long its `jti` is remembered (§4.3 check 11). */
 export const PROOF_MAX_AGE = 300;

@@ -39,7 +39,7 @@ describe("the token endpoint", () => {
     const plain = await (await dpopToken(f.server, CC, undefined)).json() as { token_type: string; access_token: string };
     expect(plain.token_type).toBe("Bearer");
     expect((await f.server.tokenInfo(plain.access_token))?.jkt).toBeUndefined();
-    expect(f.server.metadata().dpop_signing_alg_values_supported).toEqual(["ES256", "ES384", "EdDSA", "RS256", "PS256"]);
+    expect(f.server.metadata().dpop_signing_alg_values_supported).toEqual(["ES256", "ES384", "EdDSA", "Ed25519", "RS256", "PS256"]);
 
     const off = await fixture();
     const key = await proofKey();
@@ -144,7 +144,7 @@ describe("the token endpoint", () => {
 
   test("every algorithm of the metadata works", async () => {
     const f = await dpopOn();
-    for (const alg of ["ES256", "ES384", "EdDSA", "RS256", "PS256"]) {
+    for (const alg of ["ES256", "ES384", "EdDSA", "Ed25519", "RS256", "PS256"]) {
       const response = await dpopToken(f.server, CC, await proof(await proofKey(alg), { htu: TOKEN_ENDPOINT, at: f.clock.now }));
       expect([alg, response.status]).toEqual([alg, 200]);
     }

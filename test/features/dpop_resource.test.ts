@@ -8,7 +8,7 @@ import { ath, dpopToken, proof, type ProofKey, proofKey, TOKEN_ENDPOINT } from "
 import { fixture, ISSUER, SECRETS } from "../helpers.ts";
 
 const API = `${ISSUER}/api/export`;
-const ALGS = `algs="ES256 ES384 EdDSA RS256 PS256"`;
+const ALGS = `algs="ES256 ES384 EdDSA Ed25519 RS256 PS256"`;
 const CC = { grant_type: "client_credentials", client_id: "backend", client_secret: SECRETS.backend, scope: "export" };
 
 /** A server with DPoP on, a key, a token bound to it, and a proof maker for resource requests. */
@@ -154,7 +154,7 @@ describe("protectedResource", () => {
   test("the metadata and challenges say DPoP is taken; required: Bearer tokens are refused with the DPoP challenge alone", async () => {
     const { f, options, verify, mcpToken, mcpProof } = await verifiers();
     const open = protectedResource({ ...options, verify: verify.local! });
-    expect(open.metadata.dpop_signing_alg_values_supported).toEqual(["ES256", "ES384", "EdDSA", "RS256", "PS256"]);
+    expect(open.metadata.dpop_signing_alg_values_supported).toEqual(["ES256", "ES384", "EdDSA", "Ed25519", "RS256", "PS256"]);
     const strict = protectedResource({ ...options, verify: verify.local!, dpop: { required: true, algorithms: ["EdDSA", "ES256"] } });
     expect(strict.metadata).toMatchObject({ dpop_bound_access_tokens_required: true, dpop_signing_alg_values_supported: ["EdDSA", "ES256"] });
     const plain = (await (await dpopToken(f.server, { ...CC, resource: MCP }, undefined)).json() as { access_token: string }).access_token;
