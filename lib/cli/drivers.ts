@@ -2,10 +2,14 @@
  * Database drivers for `--store`, from the runtime: SQLite built in (node:sqlite on Node 22.5+ and Deno,
  * bun:sqlite on Bun) and the optional npm drivers (pg, ioredis) imported only when a URL needs one.
  *
+ * A SQLite file is served from a worker thread (`sqlite_worker.ts`): the database works on the other core, and the
+ * request thread never waits on a statement, a commit or a checkpoint's fsync.
+ *
  * @module
  */
 import process from "node:process";
 import type { SqliteDatabase, StoreDrivers } from "../reference/store.ts";
+import { sqliteWorker, type SqliteWorkerExecutor } from "./sqlite_worker.ts";
 
 // Specifiers in variables: a bundler or type checker must not try to resolve a driver that is not installed.
 const NODE_SQLITE = "node:sqlite";
@@ -37,14 +41,27 @@ async function openBunSqlite(path: string): Promise<SqliteDatabase> {
   return new module.Database(path);
 }
 
+/**
+ * A SQLite file on a worker thread. The file is opened (and so created) here first, on this thread, then closed;
+ * then the thread opens it.
+ */
+function onThread(open: (path: string) => Promise<SqliteDatabase>, module: string, name: string) {
+  return async (path: string): Promise<SqliteWorkerExecutor> => {
+    (await open(path)).close();
+    return await sqliteWorker(path, module, name);
+  };
+}
+
 /** The drivers of Node and Deno (Deno resolves npm packages by name from package.json, or as `npm:`). */
 export const nodeDrivers: StoreDrivers = {
   openSqlite: openNodeSqlite,
+  openSqliteWorker: onThread(openNodeSqlite, NODE_SQLITE, "DatabaseSync"),
   importPackage: (name) => import(name),
 };
 
 /** The drivers of Bun. */
 export const bunDrivers: StoreDrivers = {
   openSqlite: openBunSqlite,
+  openSqliteWorker: onThread(openBunSqlite, BUN_SQLITE, "Database"),
   importPackage: (name) => import(name),
 };

@@ -7,27 +7,35 @@
  *
  * @module
  */
+import { cachedClients } from "../storage/cached_clients.ts";
 import { memoryStorage } from "../storage/memory.ts";
 import { redisStorage } from "../storage/redis.ts";
-import { sqlStorage } from "../storage/sql.ts";
+import { sqliteExecutor, type SqliteConnection } from "../storage/sqlite.ts";
+import { type SqlExecutor, sqlStorage } from "../storage/sql.ts";
 import type { Storage } from "../storage/types.ts";
 
-/** A statement of a SQLite database, as node:sqlite's `StatementSync` and bun:sqlite's `Statement` both have it. */
-export interface SqliteStatement {
-  all(...params: unknown[]): unknown[];
-}
+export type { SqliteStatement } from "../storage/sqlite.ts";
 
 /** A SQLite database, as node:sqlite's `DatabaseSync` and bun:sqlite's `Database` both have it. */
-export interface SqliteDatabase {
-  prepare(text: string): SqliteStatement;
-  exec(text: string): void;
+export interface SqliteDatabase extends SqliteConnection {
   close(): void;
 }
+
+/**
+ * How long a durable store's client records are served from this process's cache (`cachedClients`): a client
+ * paused, deleted or given a new secret by another instance or by the command line is seen within this bound.
+ */
+export const CLIENT_CACHE_MS = 1000;
 
 /** What an entry point supplies from its runtime so that durable stores can be opened. */
 export interface StoreDrivers {
   /** Opens (creating it if needed) a SQLite database file. */
   openSqlite(path: string): SqliteDatabase | Promise<SqliteDatabase>;
+  /**
+   * Opens a SQLite database file on a thread of its own, set up as `sqliteExecutor` sets a connection up; a file
+   * store then uses it instead of {@link StoreDrivers.openSqlite}, so that no statement runs on the request thread.
+   */
+  openSqliteWorker?(path: string): Promise<SqlExecutor & { close(): Promise<void> }>;
   /** Imports an npm package by name (a driver); rejects when it is not installed. */
   importPackage(name: string): Promise<unknown>;
 }
@@ -110,33 +118,43 @@ async function openSqliteStore(url: string, options: OpenStoreOptions): Promise<
   const path = url.slice("sqlite:".length);
   if (path === "") throw new Error(`Cannot open store "${url}": name a file, as in sqlite:./oauth.sqlite`);
   const drivers = needDrivers(options, url);
-  const db = await drivers.openSqlite(path);
-  // The busy timeout first, so that a second process starting at once waits for the lock even while WAL is set
-  // up; WAL lets readers run beside the writer.
-  db.exec("PRAGMA busy_timeout = 5000; PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL");
-  const statements = new Map<string, SqliteStatement>();
-  const prepare = (text: string): SqliteStatement => {
-    let statement = statements.get(text);
-    if (!statement) statements.set(text, statement = db.prepare(text));
-    return statement;
-  };
-  const storage = sqlStorage({
-    dialect: "sqlite",
-    query: (text, params) => prepare(text).all(...params) as Record<string, unknown>[],
-    ...(options.clock ? { clock: options.clock } : {}),
-  });
+  const durable = path !== ":memory:";
+  // A file on a thread of its own where the runtime has one (the database then works beside the requests);
+  // WAL, synchronous = NORMAL, a busy timeout, and every statement prepared once, either way (sqliteExecutor).
+  let executor: SqlExecutor;
+  let close: () => Promise<void>;
+  if (durable && drivers.openSqliteWorker) {
+    const worker = await drivers.openSqliteWorker(path);
+    executor = worker;
+    close = () => worker.close();
+  } else {
+    const db = await drivers.openSqlite(path);
+    try {
+      executor = sqliteExecutor(db);
+    } catch (error) {
+      db.close();
+      throw error;
+    }
+    close = () => Promise.resolve(db.close());
+  }
+  const storage = sqlStorage({ ...executor, ...(options.clock ? { clock: options.clock } : {}) });
   try {
     await storage.migrate();
   } catch (error) {
-    db.close();
+    await close();
     throw error;
   }
-  return { storage, description: `sqlite:${path}`, durable: path !== ":memory:", close: () => Promise.resolve(db.close()) };
+  return { storage: cached(storage, options), description: `sqlite:${path}`, durable, close };
+}
+
+/** A durable store behind the per-process client cache ({@link CLIENT_CACHE_MS}), on the same clock. */
+function cached(storage: Storage, options: OpenStoreOptions): Storage {
+  return cachedClients(storage, { maxAgeMs: CLIENT_CACHE_MS, ...(options.clock ? { clock: options.clock } : {}) });
 }
 
 /** The slice of pg's `Pool` used here, typed structurally: the library has no dependency on pg. */
 interface PgPool {
-  query(text: string, params: unknown[]): Promise<{ rows: Record<string, unknown>[] }>;
+  query(config: { text: string; values: unknown[]; name?: string }): Promise<{ rows: Record<string, unknown>[] }>;
   on(event: "error", listener: (error: unknown) => void): unknown;
   end(): Promise<void>;
 }
@@ -149,7 +167,8 @@ async function openPostgresStore(url: string, options: OpenStoreOptions): Promis
   pool.on("error", (error) => options.onError?.(error));
   const storage = sqlStorage({
     dialect: "postgres",
-    query: (text, params) => pool.query(text, params).then((result) => result.rows),
+    // Named statements: each connection parses and plans a statement once, not on every call.
+    query: (text, values, name) => pool.query(name === undefined ? { text, values } : { text, values, name }).then((result) => result.rows),
     ...(options.clock ? { clock: options.clock } : {}),
   });
   try {
@@ -158,13 +177,14 @@ async function openPostgresStore(url: string, options: OpenStoreOptions): Promis
     await pool.end().catch(() => {});
     throw error;
   }
-  return { storage, description: redactStoreUrl(url), durable: true, close: () => pool.end() };
+  return { storage: cached(storage, options), description: redactStoreUrl(url), durable: true, close: () => pool.end() };
 }
 
 /** The slice of ioredis's client used here, typed structurally. */
 interface IoRedis {
   connect(): Promise<void>;
   eval(script: string, keyCount: number, ...keysAndArgs: string[]): Promise<unknown>;
+  evalsha(sha1: string, keyCount: number, ...keysAndArgs: string[]): Promise<unknown>;
   on(event: "error", listener: (error: unknown) => void): unknown;
   quit(): Promise<unknown>;
   disconnect(): void;
@@ -189,10 +209,11 @@ async function openRedisStore(url: string, options: OpenStoreOptions): Promise<O
   }
   const storage = redisStorage({
     eval: (script, keys, args) => redis.eval(script, keys.length, ...keys, ...args),
+    evalsha: (sha1, keys, args) => redis.evalsha(sha1, keys.length, ...keys, ...args),
     ...(options.clock ? { clock: options.clock } : {}),
   });
   return {
-    storage,
+    storage: cached(storage, options),
     description: redactStoreUrl(url),
     durable: true,
     close: async () => {

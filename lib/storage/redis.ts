@@ -6,6 +6,14 @@
  * redisStorage({ eval: (s, k, a) => client.eval(s, { keys: k, arguments: a }) })            // node-redis
  * redisStorage({ eval: (s, k, a) => redis.send("EVAL", [s, String(k.length), ...k, ...a]) }) // Bun.redis
  * ```
+ * With `evalsha` as well, each call sends the script's SHA-1 instead of its text (`EVALSHA`), so Redis neither
+ * receives nor hashes the script again; after a `NOSCRIPT` answer (a restarted or flushed Redis) the call is
+ * made once more with `EVAL`, which loads it:
+ * ```ts
+ * evalsha: (h, k, a) => redis.evalsha(h, k.length, ...k, ...a)                       // ioredis
+ * evalsha: (h, k, a) => client.evalSha(h, { keys: k, arguments: a })                 // node-redis
+ * evalsha: (h, k, a) => redis.send("EVALSHA", [h, String(k.length), ...k, ...a])     // Bun.redis
+ * ```
  * Expiring records carry TTLs, so expired data goes away by itself and `purgeExpired` has nothing to do.
  * Redis is durable only with persistence (AOF) turned on. Not for Redis Cluster: scripts touch keys they
  * derive from records (a grant's tokens), which must live on one node.
@@ -28,6 +36,11 @@ import type {
 export interface RedisExecutor {
   /** `EVAL script numkeys ...keys ...args`, resolved with the script's reply. */
   eval(script: string, keys: string[], args: string[]): Promise<unknown>;
+  /**
+   * `EVALSHA sha1 numkeys ...keys ...args`: the same by the script's SHA-1 (hex). Optional; when given, every
+   * call after the first uses it, and a `NOSCRIPT` error makes the store retry that call once with `eval`.
+   */
+  evalsha?(sha1: string, keys: string[], args: string[]): Promise<unknown>;
 }
 
 /** Options of {@link redisStorage}. */
@@ -93,20 +106,32 @@ export class RedisStorage implements Storage {
   private readonly clock: () => number;
   private readonly margin: number;
 
+  /** The SHA-1 of each script, once computed (WebCrypto's digest is asynchronous); until then `eval` is used. */
+  private shas: Partial<Record<ScriptName, string>> = {};
+
   /** Prefer {@link redisStorage}. */
   constructor(options: RedisStorageOptions) {
-    this.executor = { eval: options.eval };
+    this.executor = options.evalsha ? { eval: options.eval, evalsha: options.evalsha } : { eval: options.eval };
     this.prefix = options.prefix ?? "oauth:";
     this.clock = options.clock ?? Date.now;
     this.margin = Math.max(0, Math.trunc(options.expiryMargin ?? 60_000));
+    if (options.evalsha) void scriptShas().then((shas) => (this.shas = shas), () => {});
   }
 
   /** Runs a verb's script; a driver error becomes 503 `temporarily_unavailable`. */
   private async run(name: ScriptName, now: number | undefined, args: string[]): Promise<Reply> {
+    const argv = [this.prefix, now === undefined ? "" : String(now), `${Math.trunc(this.clock())}:${this.margin}`, ...args];
+    const sha = this.shas[name];
     try {
-      return await this.executor.eval(SCRIPTS[name], [], [
-        this.prefix, now === undefined ? "" : String(now), `${Math.trunc(this.clock())}:${this.margin}`, ...args,
-      ]);
+      if (sha !== undefined) {
+        try {
+          return await this.executor.evalsha!(sha, [], argv);
+        } catch (error) {
+          // NOSCRIPT: the script did not run (Redis restarted or was flushed); EVAL runs it and loads it again.
+          if (!/NOSCRIPT/.test(error instanceof Error ? error.message : String(error))) throw error;
+        }
+      }
+      return await this.executor.eval(SCRIPTS[name], [], argv);
     } catch (error) {
       throw new OAuthError("temporarily_unavailable", {
         description: "The service is temporarily unavailable",
@@ -241,6 +266,20 @@ export class RedisStorage implements Storage {
   purgeExpired(_now: number): Promise<number> {
     return Promise.resolve(0);
   }
+}
+
+/** The hex SHA-1 of every script, Redis's name for it in `EVALSHA` (an identifier, no security use); once per process. */
+let shaTable: Promise<Partial<Record<ScriptName, string>>> | undefined;
+function scriptShas(): Promise<Partial<Record<ScriptName, string>>> {
+  return shaTable ??= (async () => {
+    const encoder = new TextEncoder();
+    const table: Partial<Record<ScriptName, string>> = {};
+    for (const name of Object.keys(SCRIPTS) as ScriptName[]) {
+      const digest = new Uint8Array(await crypto.subtle.digest("SHA-1", encoder.encode(SCRIPTS[name])));
+      table[name] = Array.from(digest, (b) => b.toString(16).padStart(2, "0")).join("");
+    }
+    return table;
+  })();
 }
 
 function refresh(reply: Reply): RefreshTokenRecord | null {

@@ -8,9 +8,11 @@
  * - `P code:HASH` {r, e expires, d redeemed_at, g grant, c client, u user, G grant JSON}.
  * - `P at:HASH` {r, e, g, c, v}; `P rt:HASH` {r, e, g, c, t rotated_at, n replaced_by, G grant JSON}.
  * - `P grant:ID` {r, c, u, k created_at, l last_used_at, e expires, x revoked}; a revoked grant is a tombstone.
- * - Indexes, sorted sets scored by expiry and pruned as they grow: `P grant:ID:m` (member keys),
- *   `P user:ID:grants`, `P client:ID:grants`, `P client:ID:codes`, `P owner:CLIENT:USER` (unredeemed codes of
- *   one consent).
+ *   Its key lives as long as the latest token of the grant, so a tombstone outlives every token it kills; the
+ *   tokens themselves are not indexed (every lookup checks the tombstone, and their TTLs remove them).
+ * - Indexes, sorted sets scored by expiry and pruned as they grow: `P grant:ID:m` (the grant's codes, which
+ *   revokeGrant deletes), `P user:ID:grants`, `P client:ID:grants`, `P client:ID:codes`, `P owner:CLIENT:USER`
+ *   (unredeemed codes of one consent).
  * - `P cgen:ID` a client's generation, bumped by revokeClientGrants: an access token without a grant records
  *   the generation it was issued in ({v}), and dies when it changes. No TTL: it must outlive every token.
  * - `P once:KEY` (expiry), `P setting:NAME` (value, no TTL).
@@ -46,25 +48,42 @@ local function revoked(grant)
   return grant ~= nil and grant ~= '' and grant ~= false and redis.call('HGET', P .. 'grant:' .. grant, 'x') == '1'
 end
 local function touch(client)
-  local key = P .. 'client:' .. client
-  if redis.call('EXISTS', key) == 0 then return end
-  local last = tonumber(redis.call('HGET', key, 'l'))
-  if not last or NOW - last >= 60000 then redis.call('HSET', key, 'l', NOW) end
+  local c = redis.call('HMGET', P .. 'client:' .. client, 'a', 'l')
+  if not c[1] then return end
+  local last = tonumber(c[2])
+  if not last or NOW - last >= 60000 then redis.call('HSET', P .. 'client:' .. client, 'l', NOW) end
 end
--- Creates or refreshes a live grant; false when it is revoked (a tombstone refuses every write).
+-- Creates or refreshes a live grant; false when it is revoked (a tombstone refuses every write). Its key lives
+-- as long as its latest token (e), so a tombstone set on it outlives every member, which need no index of their
+-- own: every lookup of a member checks the tombstone. The user's and client's indexes change only when the
+-- grant is new or lives longer; a rotation, which keeps the grant's expiry, writes one field.
 local function upsert_grant(id, json, client, user, expires)
   local key = P .. 'grant:' .. id
-  if redis.call('HGET', key, 'x') == '1' then return false end
-  if redis.call('HEXISTS', key, 'k') == 0 then
-    redis.call('HSET', key, 'r', json, 'c', client, 'u', user, 'k', NOW, 'e', expires)
-  elseif tonumber(redis.call('HGET', key, 'e')) < tonumber(expires) then
-    redis.call('HSET', key, 'e', expires)
+  local g = redis.call('HMGET', key, 'x', 'k', 'e')
+  if g[1] == '1' then return false end
+  local e, old = tonumber(expires), tonumber(g[3])
+  if g[2] and old >= e then
+    redis.call('HSET', key, 'l', NOW)
+    return true
   end
-  redis.call('HSET', key, 'l', NOW)
-  extend(key, redis.call('HGET', key, 'e'))
-  if user ~= '' then index(P .. 'user:' .. user .. ':grants', id, expires) end
-  index(P .. 'client:' .. client .. ':grants', id, expires)
+  if old and old > e then e = old end
+  if g[2] then
+    redis.call('HSET', key, 'l', NOW, 'e', e)
+  else
+    redis.call('HSET', key, 'r', json, 'c', client, 'u', user, 'k', NOW, 'l', NOW, 'e', e)
+  end
+  extend(key, e)
+  if user ~= '' then index(P .. 'user:' .. user .. ':grants', id, e) end
+  index(P .. 'client:' .. client .. ':grants', id, e)
   return true
+end
+-- A token of a grant stored without that grant's upsert (an access token alone): the grant's key is made to
+-- outlive it, so that a later tombstone does too.
+local function cover(grant, expires)
+  local key = P .. 'grant:' .. grant
+  local e = tonumber(redis.call('HGET', key, 'e'))
+  if not e or e < tonumber(expires) then redis.call('HSET', key, 'e', expires) end
+  extend(key, expires)
 end
 local function remember(key, grant, expires)
   if grant ~= '' then index(P .. 'grant:' .. grant .. ':m', key, expires) end
@@ -75,21 +94,24 @@ local function generation(client)
   return redis.call('GET', P .. 'cgen:' .. client) or '0'
 end
 -- Issued tokens from ARGV[i..]: access hash, json, expires, grant, client; then "1" and the refresh token's
--- hash, json, expires, grant, client, grant json, user (or ""), or "0" and nothing.
-local function store_tokens(i)
+-- hash, json, expires, grant, client, grant json, user (or ""), or "0" and nothing. \`upserted\`: the caller
+-- has just upserted the grant (so it is live, and its key covers these tokens).
+local function store_tokens(i, upserted)
   local grant = ARGV[i + 3]
-  if revoked(grant) then return false end
+  if not upserted and revoked(grant) then return false end
   local at = P .. 'at:' .. ARGV[i]
-  redis.call('HSET', at, 'r', ARGV[i + 1], 'e', ARGV[i + 2], 'g', grant, 'c', ARGV[i + 4])
-  if grant == '' then redis.call('HSET', at, 'v', generation(ARGV[i + 4])) end
+  if grant == '' then
+    redis.call('HSET', at, 'r', ARGV[i + 1], 'e', ARGV[i + 2], 'g', grant, 'c', ARGV[i + 4], 'v', generation(ARGV[i + 4]))
+  else
+    redis.call('HSET', at, 'r', ARGV[i + 1], 'e', ARGV[i + 2], 'g', grant, 'c', ARGV[i + 4])
+    if not upserted then cover(grant, ARGV[i + 2]) end
+  end
   redis.call('PEXPIRE', at, px(ARGV[i + 2]))
-  remember(at, grant, ARGV[i + 2])
   if ARGV[i + 5] == '1' then
     local rt = P .. 'rt:' .. ARGV[i + 6]
     redis.call('HSET', rt, 'r', ARGV[i + 7], 'e', ARGV[i + 8], 'g', ARGV[i + 9], 'c', ARGV[i + 10], 'G', ARGV[i + 11],
       'u', ARGV[i + 12])
     redis.call('PEXPIRE', rt, px(ARGV[i + 8]))
-    remember(rt, ARGV[i + 9], ARGV[i + 8])
   end
   touch(ARGV[i + 4])
   return true
@@ -209,15 +231,14 @@ if not v[1] or tonumber(v[2]) <= NOW or v[3] then return nil end
 if not upsert_grant(v[4], v[7], v[5], v[6], tokens_expiry(5)) then return nil end
 redis.call('HSET', key, 'd', NOW)
 redis.call('ZREM', P .. 'owner:' .. v[5] .. ':' .. v[6], ARGV[4])
-store_tokens(5)
+store_tokens(5, true)
 return v[1]`),
 
   /** Tokens from ARGV[4]. */
   saveTokens: script(`
-if ARGV[9] == '1' then
-  if not upsert_grant(ARGV[13], ARGV[15], ARGV[14], ARGV[16], tokens_expiry(4)) then return 0 end
-end
-if store_tokens(4) then return 1 end
+local upserted = ARGV[9] == '1'
+if upserted and not upsert_grant(ARGV[13], ARGV[15], ARGV[14], ARGV[16], tokens_expiry(4)) then return 0 end
+if store_tokens(4, upserted) then return 1 end
 return 0`),
 
   findAccessToken: script(`
@@ -235,7 +256,7 @@ return {v[1], v[4], v[5]}`),
   rotateRefreshToken: script(`
 local key = P .. 'rt:' .. ARGV[4]
 local v = redis.call('HMGET', key, 'r', 'e', 'g', 't', 'n', 'c', 'G', 'u')
-if not v[1] or tonumber(v[2]) <= NOW or revoked(v[3]) then return nil end
+if not v[1] or tonumber(v[2]) <= NOW then return nil end
 if v[4] then
   -- A retry inside the grace window, while the successor is still unrotated (a multi-process client).
   local grace = tonumber(ARGV[5])
@@ -243,12 +264,12 @@ if v[4] then
   local s = redis.call('HMGET', P .. 'rt:' .. v[5], 'r', 't')
   if not s[1] or s[2] then return nil end
 end
+-- The grant's tombstone is checked here: a revoked grant refuses the rotation.
 if not upsert_grant(v[3], v[7], v[6], v[8] or '', tokens_expiry(6)) then return nil end
 if not v[4] then
-  redis.call('HSET', key, 't', NOW)
-  if ARGV[11] == '1' then redis.call('HSET', key, 'n', ARGV[12]) end
+  if ARGV[11] == '1' then redis.call('HSET', key, 't', NOW, 'n', ARGV[12]) else redis.call('HSET', key, 't', NOW) end
 end
-store_tokens(6)
+store_tokens(6, true)
 return {v[1], v[4], v[5]}`),
 
   revokeGrant: script(`

@@ -3,11 +3,15 @@
  *
  * Any driver fits in one line (see the README, "Storage"):
  * ```ts
- * sqlStorage({ dialect: "postgres", query: (t, p) => pool.query(t, p).then((r) => r.rows) })   // pg
- * sqlStorage({ dialect: "postgres", query: (t, p) => sql.unsafe(t, p) })                        // postgres.js, Bun.sql
- * sqlStorage({ dialect: "sqlite", query: (t, p) => db.prepare(t).all(...p) })                  // node:sqlite, bun:sqlite
+ * sqlStorage({ dialect: "postgres", query: (t, p, n) => pool.query({ text: t, values: p, name: n }).then((r) => r.rows) }) // pg
+ * sqlStorage({ dialect: "postgres", query: (t, p) => sql.unsafe(t, p, { prepare: true }) })     // postgres.js
+ * sqlStorage({ dialect: "postgres", query: (t, p) => sql.unsafe(t, p) })                        // Bun.sql
+ * sqlStorage({ dialect: "sqlite", query: (t, p) => db.query(t).all(...p) })                    // bun:sqlite (cached)
  * sqlStorage({ dialect: "sqlite", query: (t, p) => db.prepare(t).bind(...p).all().then((r) => r.results) }) // D1
  * ```
+ * node:sqlite keeps no statement cache of its own: give it one (`sqliteExecutor` in `lib/storage/sqlite.ts`).
+ * Every statement reaches the executor with a stable `name` derived from its text, so that PostgreSQL parses
+ * and plans it once per connection (pg's named statements) rather than on every call.
  *
  * Atomicity without interactive transactions (they do not survive pgbouncer, HTTP drivers or D1):
  * - The verb that decides a race is one statement. PostgreSQL redeems a code, checks the grant, and stores the
@@ -24,6 +28,7 @@
  * @module
  */
 import { OAuthError } from "../errors.ts";
+import { sha256 } from "../sha256.ts";
 import { migrate } from "./sql_migrations.ts";
 import type {
   AccessTokenRecord,
@@ -35,23 +40,8 @@ import type {
   Storage,
 } from "./types.ts";
 
-/** The SQL dialects the store speaks. */
-export type Dialect = "postgres" | "sqlite";
-
-/** A row as drivers return it: column name to value (BIGINT may come back as a string or a bigint). */
-export type SqlRow = Record<string, unknown>;
-
-/**
- * Runs one statement with positional parameters and returns its rows (none for a statement without
- * `RETURNING`). Placeholders are `$1, $2, …` for PostgreSQL and `?1, ?2, …` for SQLite. Synchronous drivers
- * (node:sqlite, bun:sqlite) may return the rows directly.
- */
-export interface SqlExecutor {
-  /** Which SQL the store writes. */
-  dialect: Dialect;
-  /** Runs one statement and returns its rows. */
-  query(text: string, params: unknown[]): Promise<readonly SqlRow[]> | readonly SqlRow[];
-}
+import type { Dialect, SqlExecutor, SqlRow } from "./sql_types.ts";
+export type { Dialect, SqlExecutor, SqlRow };
 
 /** Options of {@link sqlStorage}. */
 export interface SqlStorageOptions extends SqlExecutor {
@@ -86,6 +76,14 @@ const grantLive = (alias: string): string =>
 const LAST_USED_GRANULARITY = 60_000;
 /** Rows deleted per statement by purgeExpired, so that a purge never holds the database for long. */
 const PURGE_BATCH = 1000;
+/** Statement texts remembered with their name (the store writes a few dozen distinct ones). */
+const MAX_STATEMENTS = 512;
+
+/** A statement as the executor gets it: the dialect's placeholders, and its name. */
+interface Prepared {
+  text: string;
+  name: string;
+}
 
 /** Positional parameters: `$n::type` for PostgreSQL (whose select lists need types), `?n` for SQLite. */
 class Params {
@@ -200,6 +198,8 @@ export class SqlStorage implements Storage {
   private ready: Promise<unknown> | undefined;
   /** When this instance last wrote each client's `last_used_at`, to keep that write off the hot path. */
   private readonly lastUsedWritten = new Map<string, number>();
+  /** Each statement text written so far, in the dialect's placeholders, with its name. */
+  private readonly statements = new Map<string, Prepared>();
 
   /** Prefer {@link sqlStorage}. */
   constructor(options: SqlStorageOptions) {
@@ -231,13 +231,23 @@ export class SqlStorage implements Storage {
       });
     }
     await this.ready;
-    // Hand-written statements say `$1`; SQLite's numbered placeholder is `?1`.
-    if (this.dialect === "sqlite" && text.includes("$")) text = text.replace(/\$(\d+)/g, "?$1");
+    const statement = this.statements.get(text) ?? this.prepare(text);
     try {
-      return await this.executor.query(text, params);
+      return await this.executor.query(statement.text, params, statement.name);
     } catch (error) {
       throw unavailable(error);
     }
+  }
+
+  /** A statement's text for the executor and its name, remembered for the next call with the same text. */
+  private prepare(text: string): Prepared {
+    const statement: Prepared = {
+      // Hand-written statements say `$1`; SQLite's numbered placeholder is `?1`.
+      text: this.dialect === "sqlite" ? text.replace(/\$(\d+)/g, "?$1") : text,
+      name: `oauth_${sha256(text).slice(0, 16)}`,
+    };
+    if (this.statements.size < MAX_STATEMENTS) this.statements.set(text, statement);
+    return statement;
   }
 
   /** A fresh parameter list in this store's dialect. */

@@ -14,7 +14,7 @@
  *
  * @module
  */
-import type { Dialect, SqlExecutor } from "./sql.ts";
+import type { Dialect, SqlExecutor } from "./sql_types.ts";
 
 /** One numbered schema change: DDL per dialect. */
 interface Migration {

@@ -26,6 +26,8 @@ export interface Measurement {
   client_cpu_us?: number;
   /** Stored-token rows: CPU seconds of the server per second of the run (1 = one core busy throughout). */
   server_busy?: number;
+  /** In-process rows: the rate of each round, in round order (the rows of one round ran back to back). */
+  round_rates?: number[];
 }
 
 /** Latencies in ms, grown in place so that recording costs no allocation per sample. */

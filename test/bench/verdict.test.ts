@@ -20,6 +20,12 @@ test.each([
   expect(result.line.includes("FAIL")).toBe(code === 1);
 });
 
+test("the gate judges the median of the per-round ratios and shows their range", () => {
+  const pass = verdict([row({ ratio: 0.5, round_ratios: [0.31, 0.48, 0.5, 0.52, 0.7] })], true);
+  expect(pass).toEqual({ code: 0, line: "bench smoke: PASS: in-process client_credentials is 0.50 of the bare handler (median of 5 rounds, 0.31-0.70) (≥ 0.45)" });
+  expect(verdict([row({ ratio: 0.43, round_ratios: [0.4, 0.43, 0.6] })], true).code).toBe(1);
+});
+
 test("a smoke run never prints MISSED for a row that cannot fail it", () => {
   expect(targetWord(false, true, false)).toBe("below (not gated in smoke)");
   expect(targetWord(false, true, true)).toBe("MISSED");

@@ -1,9 +1,12 @@
 /**
  * The words `npm run bench` and `npm run bench:smoke` end with, kept equal to their exit code: the smoke run
  * gates on one ratio (in-process client_credentials ≥ 0.45 × the bare handler, Node), so it says PASS or FAIL on
- * that and on failed requests alone; other targets are shown as "not gated", never as a miss that passes. The
- * gate sits below the 0.5 target on purpose: quiet CI runs of the same commit measured 0.48 to 0.55, so a gate at
- * the target failed on noise; 0.45 still fails a real regression, and the full bench reports the target.
+ * that and on failed requests alone; other targets are shown as "not gated", never as a miss that passes.
+ *
+ * The ratio is the median over 16 rounds of each round's ratio, the two handlers taking turns every 16 calls
+ * within a round (inprocess.ts): other work on the machine slows both alike, so it moves the rates, not the
+ * ratio, and one disturbed round moves the median little. A regression slows every round. The gate sits below
+ * the 0.5 target: the same commit measures 0.48-0.55 quiet; a 20 % slower token request measures about 0.43.
  */
 
 /** What the verdict needs of a row. */
@@ -12,6 +15,8 @@ export interface VerdictRow {
   runtime: string;
   scenario: string;
   ratio?: number;
+  /** The per-round ratios the gate's median was taken over, shown with it. */
+  round_ratios?: number[];
   result: { errors: number };
 }
 
@@ -33,9 +38,12 @@ export function verdict(rows: VerdictRow[], smoke: boolean): { code: 0 | 1; line
   const gate = rows.find(isGate);
   if (!gate || gate.ratio === undefined) return { code: 1, line: `${name}: FAIL: the in-process client_credentials row is missing` };
   const ratio = gate.ratio.toFixed(2);
+  const spread = gate.round_ratios && gate.round_ratios.length > 1
+    ? ` (median of ${gate.round_ratios.length} rounds, ${Math.min(...gate.round_ratios).toFixed(2)}-${Math.max(...gate.round_ratios).toFixed(2)})`
+    : "";
   return gate.ratio >= GATE
-    ? { code: 0, line: `${name}: PASS: in-process client_credentials is ${ratio} of the bare handler (≥ ${GATE.toFixed(2)})` }
-    : { code: 1, line: `${name}: FAIL: in-process client_credentials is ${ratio} of the bare handler, below ${GATE.toFixed(2)}` };
+    ? { code: 0, line: `${name}: PASS: in-process client_credentials is ${ratio} of the bare handler${spread} (≥ ${GATE.toFixed(2)})` }
+    : { code: 1, line: `${name}: FAIL: in-process client_credentials is ${ratio} of the bare handler${spread}, below ${GATE.toFixed(2)}` };
 }
 
 /** The target column: met or below; in a smoke run, rows other than the gate are marked "not gated". */

@@ -3,9 +3,10 @@
 // and the command line.
 import { readdirSync, readFileSync } from "node:fs";
 import { dirname, join, normalize, relative } from "node:path";
+import { fileURLToPath } from "node:url";
 import { expect, test } from "vitest";
 
-const ROOT = join(import.meta.dirname, "..", "..");
+const ROOT = fileURLToPath(new URL("../..", import.meta.url));
 
 function sources(dir: string): string[] {
   return readdirSync(join(ROOT, dir), { withFileTypes: true }).flatMap((entry) => {

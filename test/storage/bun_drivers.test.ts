@@ -32,6 +32,10 @@ describe.skipIf(!Bun || !started(postgres))("storage contract: sqlStorage on Pos
 describe.skipIf(!Bun || !started(redis))("storage contract: redisStorage through Bun.redis", () => {
   const client = Bun && started(redis) ? new Bun.RedisClient(redis.url) : undefined;
   afterAll(() => client?.close());
-  const store = () => redisStorage({ eval: (s, k, a) => client!.send("EVAL", [s, String(k.length), ...k, ...a]) });
+  const store = () =>
+    redisStorage({
+      eval: (s, k, a) => client!.send("EVAL", [s, String(k.length), ...k, ...a]),
+      evalsha: (h, k, a) => client!.send("EVALSHA", [h, String(k.length), ...k, ...a]),
+    });
   for (const check of storageContract(store, { expiresByItself: true })) test(check.name, check.run, 20_000);
 });

@@ -1,5 +1,5 @@
-// The storage contract on a real PostgreSQL server (started by test/support/databases.ts), through pg and
-// through postgres.js, each with the README's one-line adapter and a pool, so that every racer of the
+// The storage contract on a real PostgreSQL server (started by test/support/databases.ts), through pg (named
+// statements) and through postgres.js (prepared), each with the README's one-line adapter and a pool, so that every racer of the
 // concurrency checks holds its own connection. Node only; skipped with a reason when PostgreSQL is missing
 // (never under CI).
 import process from "node:process";
@@ -23,8 +23,28 @@ describe.skipIf(!started(server))("storage contract: sqlStorage on PostgreSQL th
     pool = new pg.Pool({ connectionString: url, max: 50 }); // one connection per racer of the contract
   });
   afterAll(() => pool.end());
-  const store = () => sqlStorage({ dialect: "postgres", query: (t, p) => pool.query(t, p).then((r) => r.rows) });
+  const store = () => sqlStorage({ dialect: "postgres", query: (t, p, n) => pool.query({ text: t, values: p, name: n }).then((r) => r.rows) });
   for (const check of storageContract(store)) test(check.name, check.run, 20_000);
+
+  test("each statement is prepared once per connection, under a name of its own", async () => {
+    const single = new pg.Pool({ connectionString: url, max: 1 });
+    try {
+      const one = sqlStorage({ dialect: "postgres", query: (t, p, n) => single.query({ text: t, values: p, name: n }).then((r) => r.rows) });
+      const now = Date.now();
+      for (let i = 0; i < 5; i++) {
+        await one.saveTokens({ access: { hash: `prep-${i}-${now}`, client_id: "c", scope: "read", expires_at: now + 60_000 } }, now);
+        await one.findAccessToken(`prep-${i}-${now}`, now);
+      }
+      const { rows } = await single.query("SELECT name, statement FROM pg_prepared_statements WHERE name LIKE 'oauth_%'");
+      // The two verbs' statements (and the client touch), each prepared once however often it ran.
+      expect(rows.length).toBeGreaterThanOrEqual(2);
+      expect(new Set(rows.map((r) => r.statement)).size).toBe(rows.length);
+      expect(rows.every((r) => /^oauth_[A-Za-z0-9_-]{16}$/.test(r.name))).toBe(true);
+      expect(rows.some((r) => /FROM oauth_access_tokens/.test(r.statement))).toBe(true);
+    } finally {
+      await single.end();
+    }
+  });
 
   test("two instances migrating at once both succeed, and the schema is recorded once", async () => {
     const fresh = `oauth_migrate_${Date.now()}`;
@@ -46,7 +66,7 @@ describe.skipIf(!started(server))("storage contract: sqlStorage on PostgreSQL th
   }, 30_000);
 
   test("random sequences of verbs answer as the memory store does (model-based, 25 runs)", async () => {
-    await checkAgainstModel((clock) => sqlStorage({ dialect: "postgres", clock, query: (t, p) => pool.query(t, p).then((r) => r.rows) }), Number(process.env.MODEL_RUNS_DB ?? 25));
+    await checkAgainstModel((clock) => sqlStorage({ dialect: "postgres", clock, query: (t, p, n) => pool.query({ text: t, values: p, name: n }).then((r) => r.rows) }), Number(process.env.MODEL_RUNS_DB ?? 25));
   }, 120_000);
 
   test("storage stays bounded under steady load: purgeExpired removes what expired", async () => {
@@ -72,6 +92,6 @@ describe.skipIf(!started(server))("storage contract: sqlStorage on PostgreSQL th
     sql = postgres(url, { max: 50, onnotice: () => {} });
   });
   afterAll(() => sql.end({ timeout: 5 }));
-  const store = () => sqlStorage({ dialect: "postgres", query: (t, p) => sql.unsafe(t, p as postgres.ParameterOrJSON<never>[]) });
+  const store = () => sqlStorage({ dialect: "postgres", query: (t, p) => sql.unsafe(t, p as postgres.ParameterOrJSON<never>[], { prepare: true }) });
   for (const check of storageContract(store)) test(check.name, check.run, 20_000);
 });

@@ -22,8 +22,34 @@ describe.skipIf(!started(server))("storage contract: redisStorage through ioredi
     redis = new Redis(url, { lazyConnect: false, maxRetriesPerRequest: 1 });
   });
   afterAll(() => redis.quit());
-  const store = () => redisStorage({ eval: (s, k, a) => redis.eval(s, k.length, ...k, ...a) as Promise<unknown> });
+  const executor = () => ({
+    eval: (s: string, k: string[], a: string[]) => redis.eval(s, k.length, ...k, ...a) as Promise<unknown>,
+    evalsha: (h: string, k: string[], a: string[]) => redis.evalsha(h, k.length, ...k, ...a) as Promise<unknown>,
+  });
+  const store = () => redisStorage(executor());
   for (const check of storageContract(store, { expiresByItself: true })) test(check.name, check.run, 20_000);
+
+  test("scripts run by SHA-1 (EVALSHA) once loaded, and after a SCRIPT FLUSH the call is made again with EVAL", async () => {
+    const one = redisStorage({ ...executor(), prefix: `sha-${Date.now()}:` });
+    const now = Date.now();
+    await one.saveTokens({ access: { hash: "sha-at", client_id: "c", scope: "read", expires_at: now + 60_000 } }, now);
+    await new Promise((resolve) => setTimeout(resolve, 50)); // the SHA-1s are computed once, asynchronously
+    const calls = async () => {
+      const info = await redis.info("commandstats");
+      const of = (command: string) => Number(new RegExp(`cmdstat_${command}:calls=(\\d+)`).exec(info)?.[1] ?? 0);
+      return { eval: of("eval"), evalsha: of("evalsha") };
+    };
+    await redis.config("RESETSTAT");
+    for (let i = 0; i < 10; i++) expect(await one.findAccessToken("sha-at", now)).toMatchObject({ hash: "sha-at" });
+    expect(await calls()).toMatchObject({ eval: 0, evalsha: 10 });
+    await redis.script("FLUSH");
+    await redis.config("RESETSTAT");
+    expect(await one.findAccessToken("sha-at", now)).toMatchObject({ hash: "sha-at" });
+    // The EVALSHA answered NOSCRIPT (counted as a failed call), then EVAL ran the script and loaded it.
+    expect(await calls()).toMatchObject({ eval: 1, evalsha: 1 });
+    expect(await one.findAccessToken("sha-at", now)).toMatchObject({ hash: "sha-at" });
+    expect(await calls()).toMatchObject({ eval: 1, evalsha: 2 });
+  });
 
   test("every key of expiring data carries a TTL; only clients, their list and generations, and settings do not", async () => {
     const keys = await redis.keys("oauth:*");
@@ -31,6 +57,25 @@ describe.skipIf(!started(server))("storage contract: redisStorage through ioredi
     const lasting = [];
     for (const key of keys) if ((await redis.pttl(key)) < 0) lasting.push(key);
     expect(lasting.filter((k) => !/^oauth:(client:[^:]+|clients|setting:.*|cgen:.*)$/.test(k))).toEqual([]);
+  });
+
+  test("a revoked grant's tombstone outlives every token of the grant, which no index lists", async () => {
+    const prefix = `tomb-${Date.now()}:`;
+    const one = redisStorage({ ...executor(), prefix });
+    const now = Date.now();
+    const day = 86_400_000;
+    // An access token stored alone for its grant, living longer than any default tombstone; then a refresh pair.
+    await one.saveTokens({ access: { hash: "alone", client_id: "c", scope: "read", grant_id: "g1", expires_at: now + 2 * day } }, now);
+    await one.saveTokens({
+      access: { hash: "pair-at", client_id: "c", user_id: "u", scope: "read", grant_id: "g2", expires_at: now + 3_600_000 },
+      refresh: { hash: "pair-rt", client_id: "c", user_id: "u", scope: "read", grant_id: "g2", expires_at: now + 30 * day },
+    }, now);
+    await one.revokeGrant("g1");
+    await one.revokeGrant("g2");
+    expect(await one.findAccessToken("alone", now)).toBeNull();
+    expect(await one.findRefreshToken("pair-rt", now)).toBeNull();
+    expect(await redis.pttl(`${prefix}grant:g1`)).toBeGreaterThanOrEqual(await redis.pttl(`${prefix}at:alone`));
+    expect(await redis.pttl(`${prefix}grant:g2`)).toBeGreaterThanOrEqual(await redis.pttl(`${prefix}rt:pair-rt`));
   });
 
   test("random sequences of verbs answer as the memory store does (model-based, 25 runs)", async () => {
@@ -61,6 +106,11 @@ describe.skipIf(!started(server))("storage contract: redisStorage through node-r
     await client.connect();
   });
   afterAll(() => client.quit());
-  const store = () => redisStorage({ prefix: "nr:", eval: (s, k, a) => client.eval(s, { keys: k, arguments: a }) });
+  const store = () =>
+    redisStorage({
+      prefix: "nr:",
+      eval: (s, k, a) => client.eval(s, { keys: k, arguments: a }),
+      evalsha: (h, k, a) => client.evalSha(h, { keys: k, arguments: a }),
+    });
   for (const check of storageContract(store, { expiresByItself: true })) test(check.name, check.run, 20_000);
 });

@@ -11,7 +11,7 @@
  * @module
  */
 import { execFileSync, spawn, spawnSync } from "node:child_process";
-import { chmodSync, chownSync, existsSync, mkdtempSync, readdirSync, rmSync } from "node:fs";
+import { chmodSync, chownSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -28,6 +28,14 @@ export interface Database {
   pause(): Promise<void>;
   /** Starts a paused server again on the same port. */
   resume(): Promise<void>;
+  /** The server's processes now (PostgreSQL: the postmaster and every backend), for their CPU time (Linux). */
+  pids(): number[];
+}
+
+/** Options of {@link startPostgres}. */
+export interface PostgresOptions {
+  /** Extensions to preload (`shared_preload_libraries`), such as `pg_stat_statements` for the bench's counters. */
+  preload?: string[];
 }
 
 /** Why a database could not be started here, when that is allowed (never under CI). */
@@ -69,7 +77,7 @@ process.once("exit", () => {
 });
 
 /** Starts PostgreSQL (as the `postgres` user, since we may be root) or says why not. */
-export async function startPostgres(): Promise<Database | Skipped> {
+export async function startPostgres(settings: PostgresOptions = {}): Promise<Database | Skipped> {
   const bin = postgresBin();
   if (!bin) return unavailable("PostgreSQL is not installed (Debian package postgresql)");
   const asRoot = process.getuid?.() === 0;
@@ -90,7 +98,8 @@ export async function startPostgres(): Promise<Database | Skipped> {
   run("initdb", ["-D", join(dir, "data"), "-U", "postgres", "-A", "trust", "--no-sync", "-E", "UTF8", "--locale=C.UTF-8"]);
   const port = await freePort();
   const options = `-c listen_addresses=127.0.0.1 -p ${port} -k ${dir} -c fsync=off -c synchronous_commit=off ` +
-    `-c full_page_writes=off -c max_connections=200 -c shared_buffers=32MB`;
+    `-c full_page_writes=off -c max_connections=200 -c shared_buffers=32MB` +
+    (settings.preload?.length ? ` -c shared_preload_libraries=${settings.preload.join(",")}` : "");
   const start = () => run("pg_ctl", ["-D", join(dir, "data"), "-l", join(dir, "pg.log"), "-w", "-t", "30", "-o", options, "start"]);
   const stopServer = (mode: "fast" | "immediate") => {
     try {
@@ -114,7 +123,31 @@ export async function startPostgres(): Promise<Database | Skipped> {
     },
     pause: async () => stopServer("fast"),
     resume: async () => start(),
+    pids: () => {
+      try {
+        const postmaster = Number(readFileSync(join(dir, "data", "postmaster.pid"), "utf8").split("\n")[0]);
+        return [postmaster, ...childrenOf(postmaster)];
+      } catch {
+        return [];
+      }
+    },
   };
+}
+
+/** The processes whose parent is `pid`, from /proc (Linux; none elsewhere). */
+function childrenOf(pid: number): number[] {
+  try {
+    return readdirSync("/proc").filter((name) => /^\d+$/.test(name)).flatMap((name) => {
+      try {
+        const stat = readFileSync(`/proc/${name}/stat`, "utf8");
+        return Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1]) === pid ? [Number(name)] : [];
+      } catch {
+        return [];
+      }
+    });
+  } catch {
+    return [];
+  }
 }
 
 /** Starts redis-server without persistence, or says why not. */
@@ -155,6 +188,7 @@ export async function startRedis(): Promise<Database | Skipped> {
     },
     pause: kill,
     resume: start,
+    pids: () => (child?.pid === undefined || child.exitCode !== null ? [] : [child.pid]),
   };
 }
 

@@ -1,11 +1,11 @@
 /**
- * The SQLite driver of the runtime running the tests, through the README's one-line adapter: bun:sqlite on
- * Bun, node:sqlite on Node (22.5 and later) and Deno. Statements are prepared once per text (a cache the
- * one-liner leaves out), as a production adapter would.
+ * The SQLite driver of the runtime running the tests: bun:sqlite on Bun, node:sqlite on Node (22.5 and later)
+ * and Deno, through `sqliteExecutor` (each statement prepared once and kept, WAL, `synchronous = NORMAL`).
  *
  * @module
  */
 import type { SqlExecutor } from "../../mod.ts";
+import { sqliteExecutor } from "../../lib/storage/sqlite.ts";
 
 interface Statement {
   all(...params: unknown[]): Record<string, unknown>[];
@@ -23,17 +23,10 @@ const module = (await import(driver)) as {
   Database?: new (path: string, options?: { strict?: boolean }) => Database;
 };
 
-/** Opens `path` (":memory:" or a file) with WAL and a busy timeout, and returns its executor. */
+/** Opens `path` (":memory:" or a file) through `sqliteExecutor` (WAL, a busy timeout, statements kept). */
 function open(path: string): SqlExecutor & { db: Database } {
   const db = module.DatabaseSync ? new module.DatabaseSync(path) : new module.Database!(path);
-  db.exec("PRAGMA busy_timeout = 5000; PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL");
-  const cache = new Map<string, Statement>();
-  const prepare = (text: string): Statement => {
-    let statement = cache.get(text);
-    if (!statement) cache.set(text, statement = db.prepare(text));
-    return statement;
-  };
-  return { dialect: "sqlite", db, query: (t, p) => prepare(t).all(...p) };
+  return { ...sqliteExecutor(db), db };
 }
 
 /** {@link open}, and the driver's name. */

@@ -5,6 +5,7 @@
  * @module
  */
 import { redisStorage, sqlStorage, type Storage } from "../../mod.ts";
+import { sqliteExecutor } from "../../lib/storage/sqlite.ts";
 
 /** The drivers the race tests use. */
 export type Driver = "pg" | "postgres.js" | "ioredis" | "node-redis" | "node:sqlite";
@@ -22,7 +23,7 @@ export async function openStore(driver: Driver, target: string, connections = 1)
       const { default: pg } = await import("pg");
       const pool = new pg.Pool({ connectionString: target, max: connections });
       return {
-        store: sqlStorage({ dialect: "postgres", query: (t, p) => pool.query(t, p).then((r) => r.rows) }),
+        store: sqlStorage({ dialect: "postgres", query: (t, p, n) => pool.query({ text: t, values: p, name: n }).then((r) => r.rows) }),
         close: () => pool.end(),
       };
     }
@@ -30,7 +31,7 @@ export async function openStore(driver: Driver, target: string, connections = 1)
       const { default: postgres } = await import("postgres");
       const sql = postgres(target, { max: connections, onnotice: () => {} });
       return {
-        store: sqlStorage({ dialect: "postgres", query: (t, p) => sql.unsafe(t, p as never[]) }),
+        store: sqlStorage({ dialect: "postgres", query: (t, p) => sql.unsafe(t, p as never[], { prepare: true }) }),
         close: () => sql.end({ timeout: 5 }),
       };
     }
@@ -38,7 +39,10 @@ export async function openStore(driver: Driver, target: string, connections = 1)
       const { Redis } = await import("ioredis");
       const redis = new Redis(target, { maxRetriesPerRequest: 1 });
       return {
-        store: redisStorage({ eval: (s, k, a) => redis.eval(s, k.length, ...k, ...a) as Promise<unknown> }),
+        store: redisStorage({
+          eval: (s, k, a) => redis.eval(s, k.length, ...k, ...a) as Promise<unknown>,
+          evalsha: (h, k, a) => redis.evalsha(h, k.length, ...k, ...a) as Promise<unknown>,
+        }),
         close: async () => void (await redis.quit()),
       };
     }
@@ -47,16 +51,21 @@ export async function openStore(driver: Driver, target: string, connections = 1)
       const client = createClient({ url: target });
       await client.connect();
       return {
-        store: redisStorage({ eval: (s, k, a) => client.eval(s, { keys: k, arguments: a }) }),
+        store: redisStorage({
+          eval: (s, k, a) => client.eval(s, { keys: k, arguments: a }),
+          evalsha: (h, k, a) => client.evalSha(h, { keys: k, arguments: a }),
+        }),
         close: async () => void (await client.quit()),
       };
     }
     case "node:sqlite": {
       const { DatabaseSync } = await import("node:sqlite");
       const db = new DatabaseSync(target);
-      db.exec("PRAGMA busy_timeout = 10000; PRAGMA journal_mode = WAL");
+      const executor = sqliteExecutor(db);
+      // A longer busy timeout than the executor's: eight racers migrate one new file at once.
+      db.exec("PRAGMA busy_timeout = 10000");
       return {
-        store: sqlStorage({ dialect: "sqlite", query: (t, p) => db.prepare(t).all(...(p as never[])) }),
+        store: sqlStorage(executor),
         close: async () => db.close(),
       };
     }

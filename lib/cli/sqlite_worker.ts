@@ -1,0 +1,139 @@
+/**
+ * A SQLite executor whose connection lives on a worker thread, so that the database's work (statements, commits,
+ * checkpoints and their fsyncs) runs beside the request thread instead of on it. node:sqlite and bun:sqlite are
+ * synchronous: on the request thread every statement, and every stall of the disk under it, stops every other
+ * request. On its own thread SQLite works as a database server does, on the machine's other core.
+ *
+ * Statements go over in batches (every statement queued in one turn of the event loop, in one message) and run
+ * in order, one at a time, each prepared once; each verb that decides a race is one statement, so atomicity is
+ * the same as on the request thread. Rows come back in one message per batch.
+ *
+ * @module
+ */
+import { Worker } from "node:worker_threads";
+import type { SqlExecutor, SqlRow } from "../storage/sql.ts";
+import { SQLITE_SETUP } from "../storage/sqlite.ts";
+
+/** The executor, and how to stop its thread (after the statements already sent). */
+export interface SqliteWorkerExecutor extends SqlExecutor {
+  close(): Promise<void>;
+}
+
+/** The thread: one connection, its statements prepared once by text (or by the number the text was given). */
+const THREAD = (module: string, open: string) => `
+const { workerData, parentPort } = require("node:worker_threads");
+process.emitWarning = () => {};
+const texts = [];
+const statements = [];
+function serve(db) {
+  parentPort.on("message", (batch) => {
+    if (batch === "close") {
+      db.close();
+      parentPort.postMessage({ closed: true });
+      return;
+    }
+    const out = [];
+    for (const [id, key, text, params] of batch) {
+      try {
+        if (text !== null) texts[key] = text;
+        let statement = statements[key];
+        if (statement === undefined) statement = statements[key] = db.prepare(texts[key]);
+        out.push([id, statement.all(...params)]);
+      } catch (error) {
+        out.push([id, null, String(error && error.message || error)]);
+      }
+    }
+    parentPort.postMessage(out);
+  });
+  parentPort.postMessage({ ready: true });
+}
+let opened;
+try {
+  opened = new (require(${JSON.stringify(module)}).${open})(workerData.path);
+  opened.exec(workerData.setup);
+} catch (error) {
+  opened = undefined;
+  parentPort.postMessage({ failed: String(error && error.message || error) });
+}
+if (opened) serve(opened);
+`;
+
+type Reply = [id: number, rows: SqlRow[] | null, error?: string];
+
+/**
+ * Opens `path` on a worker thread with {@link SQLITE_SETUP}, for `module` (`node:sqlite` or `bun:sqlite`) and its
+ * database class (`DatabaseSync` or `Database`). Resolves once the connection is open; rejects if it cannot be.
+ */
+export async function sqliteWorker(path: string, module: string, open: string): Promise<SqliteWorkerExecutor> {
+  const worker = new Worker(THREAD(module, open), { eval: true, workerData: { path, setup: SQLITE_SETUP } });
+  const pending = new Map<number, { resolve(rows: SqlRow[]): void; reject(error: Error): void }>();
+  /** Each statement text gets a number: the text crosses the thread once, the number every time after. */
+  const keys = new Map<string, number>();
+  let batch: [number, number, string | null, unknown[]][] = [];
+  let next = 0;
+  let stopped: Error | undefined;
+  let closing: (() => void) | undefined;
+
+  const fail = (error: Error): void => {
+    stopped ??= error;
+    for (const { reject } of pending.values()) reject(error);
+    pending.clear();
+  };
+  const ready = new Promise<void>((resolve, reject) => {
+    worker.once("message", (first: { ready?: true; failed?: string }) => {
+      if (first.ready) return resolve();
+      reject(new Error(first.failed ?? "the SQLite thread did not start"));
+      void worker.terminate();
+    });
+    worker.once("error", reject);
+  });
+  worker.on("error", (error) => fail(error instanceof Error ? error : new Error(String(error))));
+  worker.on("exit", () => {
+    fail(new Error("The SQLite thread has stopped"));
+    closing?.();
+  });
+  await ready;
+  worker.on("message", (out: Reply[] | { closed: true }) => {
+    if (!Array.isArray(out)) return void worker.terminate();
+    for (const [id, rows, error] of out) {
+      const call = pending.get(id);
+      pending.delete(id);
+      if (error !== undefined) call?.reject(new Error(error));
+      else call?.resolve(rows!);
+    }
+    // An idle thread does not keep the process alive; one with statements in flight does.
+    if (pending.size === 0) worker.unref();
+  });
+  worker.unref();
+
+  const flush = (): void => {
+    const sending = batch;
+    batch = [];
+    worker.postMessage(sending);
+  };
+
+  return {
+    dialect: "sqlite",
+    query(text, params) {
+      if (stopped) return Promise.reject(stopped);
+      return new Promise<SqlRow[]>((resolve, reject) => {
+        const id = next++;
+        pending.set(id, { resolve, reject });
+        let key = keys.get(text);
+        const known = key !== undefined;
+        if (key === undefined) keys.set(text, key = keys.size);
+        if (batch.length === 0) queueMicrotask(flush);
+        batch.push([id, key, known ? null : text, params]);
+        if (pending.size === 1) worker.ref();
+      });
+    },
+    close() {
+      if (stopped) return Promise.resolve();
+      return new Promise<void>((resolve) => {
+        closing = resolve;
+        worker.ref();
+        worker.postMessage("close");
+      });
+    },
+  };
+}

@@ -1,0 +1,48 @@
+/**
+ * A SQLite executor for {@link sqlStorage} on a synchronous driver (node:sqlite, bun:sqlite): each statement is
+ * prepared once per connection and kept, and the connection is set up the way the store is measured.
+ *
+ * The setup, run once: a busy timeout first (switching a new file to WAL takes a lock that another starting
+ * process may hold), then WAL, so that readers run beside the one writer, and `synchronous = NORMAL`: in WAL
+ * mode a commit then waits for no fsync; a power cut may lose the last commits, never corrupt the file.
+ *
+ * @module
+ */
+import type { SqlExecutor, SqlRow } from "./sql.ts";
+
+/** A prepared statement, as node:sqlite's `StatementSync` and bun:sqlite's `Statement` both have it. */
+export interface SqliteStatement {
+  all(...params: unknown[]): unknown[];
+}
+
+/** A SQLite connection, as node:sqlite's `DatabaseSync` and bun:sqlite's `Database` both have it. */
+export interface SqliteConnection {
+  prepare(text: string): SqliteStatement;
+  exec(text: string): void;
+}
+
+/** What {@link sqliteExecutor} runs on a connection before its first statement. */
+export const SQLITE_SETUP = "PRAGMA busy_timeout = 5000; PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL";
+
+/**
+ * The executor of a SQLite connection: {@link SQLITE_SETUP} once (unless `setup` is false), then each statement
+ * prepared on first use and reused.
+ *
+ * @example
+ * ```ts
+ * import { DatabaseSync } from "node:sqlite";
+ * const storage = sqlStorage(sqliteExecutor(new DatabaseSync("oauth.sqlite")));
+ * ```
+ */
+export function sqliteExecutor(db: SqliteConnection, options: { setup?: boolean } = {}): SqlExecutor {
+  if (options.setup !== false) db.exec(SQLITE_SETUP);
+  const statements = new Map<string, SqliteStatement>();
+  return {
+    dialect: "sqlite",
+    query(text, params) {
+      let statement = statements.get(text);
+      if (statement === undefined) statements.set(text, statement = db.prepare(text));
+      return statement.all(...params) as SqlRow[];
+    },
+  };
+}
