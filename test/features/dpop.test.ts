@@ -4,7 +4,6 @@
 import { describe, expect, test } from "vitest";
 import type { AuthorizationServerOptions } from "../../mod.ts";
 import { memoryStorage } from "../../lib/storage/memory.ts";
-import type { CodeRecord, Storage } from "../../lib/storage/types.ts";
 import { claimsOf, dpopToken, proof, proofKey, TOKEN_ENDPOINT } from "../dpop_helpers.ts";
 import { barrier, errorOf, fixture, ISSUER, pkce, REDIRECT, SECRETS } from "../helpers.ts";
 import { approve, post } from "../mcp_helpers.ts";
@@ -232,28 +231,9 @@ describe("refresh tokens (RFC 9449 §5)", () => {
   });
 });
 
-/** A memory store that keeps a code's `dpop_jkt` (the lead's storage work adds it to every store). */
-function keepingDpopJkt(inner: Storage): Storage {
-  const bound = new Map<string, string>();
-  const withJkt = (code: CodeRecord | null) => code && (bound.has(code.hash) ? { ...code, dpop_jkt: bound.get(code.hash)! } : code);
-  return new Proxy(inner, {
-    get(target, name) {
-      if (name === "saveCode") {
-        return (code: CodeRecord, limit?: number) => {
-          if (code.dpop_jkt !== undefined) bound.set(code.hash, code.dpop_jkt);
-          return target.saveCode(code, limit);
-        };
-      }
-      if (name === "findCode") return async (hash: string, now: number) => withJkt(await target.findCode(hash, now));
-      const value = target[name as keyof Storage];
-      return typeof value === "function" ? value.bind(target) : value;
-    },
-  });
-}
-
 describe("dpop_jkt at the authorization endpoint (RFC 9449 §10)", () => {
   async function boundCode(jkt: string) {
-    const f = await dpopOn({ storage: keepingDpopJkt(memoryStorage()) });
+    const f = await dpopOn({ storage: memoryStorage() });
     const { verifier, challenge } = await pkce();
     const response = await approve(f.server, {
       response_type: "code", client_id: "spa", redirect_uri: REDIRECT, scope: "read", state: "s", code_challenge: challenge, code_challenge_method: "S256", dpop_jkt: jkt,
