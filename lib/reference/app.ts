@@ -153,7 +153,7 @@ export async function createReferenceApp(options: ReferenceAppOptions): Promise<
     issuer: server.issuer,
     ...(config.trust_proxy ? { clientAddress: trustedProxies(config.trust_proxy) } : {}),
   });
-  const sampleApi = sampleResource(server, config, options.onError);
+  const sampleApi = sampleResource(server, config, options.onError, clock);
   /** A page's failure (the store down or slow) as the router renders one: reported, then an error page. */
   const page = async (request: Request, endpoint: string, handler: () => Promise<Response>): Promise<Response> => {
     try {
@@ -211,6 +211,7 @@ function sampleResource(
   server: AuthorizationServer,
   config: ReferenceConfig,
   onError: ReferenceAppOptions["onError"],
+  clock: () => number,
 ): { resource: ProtectedResource; routes: Map<string, Map<string, (request: Request) => Promise<Response>>> } {
   const known = new Set(config.scopes.map((s) => s.name));
   const scopes = SAMPLE_SCOPES.filter((s) => known.has(s));
@@ -223,6 +224,7 @@ function sampleResource(
     requireAudience: false,
     // DPoP-bound tokens with their proofs (RFC 9449 §7), each proof used once across every instance of the store.
     dpop: { replay: server.storage },
+    now: clock,
     ...(onError ? { onError } : {}),
   });
   const json = (status: number, body: unknown) => (request: Request) => respond(request, jsonResponse(status, body));
