@@ -1,7 +1,8 @@
 // DPoP on every store (memory, SQLite, PostgreSQL through pg and postgres.js, Redis through ioredis and node-redis):
 // markOnce as the store of proof jtis (one winner among concurrent marks of one proof, the mark held until the
 // proof is too old, a jti per key), one proof sent to server instances in separate processes on one store getting
-// one token, and the binding fields of the records (jkt on access and refresh tokens, dpop_jkt on codes) kept by all.
+// one token, the binding fields of the records (jkt on access and refresh tokens, dpop_jkt on codes) kept by all,
+// and end to end through a server on each store: a bound opaque token refused as Bearer, bound codes and refresh tokens.
 // Node only: it starts PostgreSQL and Redis, and racer processes.
 import { type ChildProcess, spawn } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
@@ -15,7 +16,9 @@ import { PROOF_MAX_AGE, replayExpiry, replayKey, type VerifiedProof } from "../.
 import { type Database, type Skipped, started, startPostgres, startRedis } from "../support/databases.ts";
 import { DPOP_RACE } from "../support/dpop_race.ts";
 import { type Driver, openStore } from "../support/stores.ts";
-import { proof, proofKey } from "../dpop_helpers.ts";
+import { ath, proof, type ProofKey, proofKey } from "../dpop_helpers.ts";
+import { pkce } from "../helpers.ts";
+import { approve } from "../mcp_helpers.ts";
 
 const RACERS = Number(process.env.RACE_RACERS ?? 4);
 const ROUNDS = Number(process.env.RACE_ROUNDS ?? 5);
@@ -43,6 +46,8 @@ async function open(target: Target, where: string, connections = 20): Promise<{ 
 }
 
 const id = (what: string) => `${what}-${crypto.randomUUID()}`;
+const REDIRECT = "https://app.example/cb";
+const API = "https://auth.example.com/api/export";
 const verified = (jkt: string, jti: string, iat: number): VerifiedProof => ({ jkt, jti, iat, nonce: undefined });
 
 describe.each(TARGETS)("DPoP on %s", (target, where) => {
@@ -91,6 +96,54 @@ describe.each(TARGETS)("DPoP on %s", (target, where) => {
       await close();
     }
   }, 120_000);
+
+  test.skipIf(skip)("end to end: a bound opaque token passes server.protect only with its proof; a code bound with dpop_jkt and the refresh token it gives refuse another key", async () => {
+    const { store, close } = await open(target, where()!);
+    try {
+      const user = id("user");
+      const server = createAuthorizationServer({ ...DPOP_RACE.options, storage: store, authenticateUser: () => ({ id: user }) });
+      const [backend, app] = [id("backend"), id("app")];
+      await server.clients.register({ ...DPOP_RACE.client, client_id: backend, name: "Backend", type: "confidential", scopes: ["export"], grant_types: ["client_credentials"] });
+      await server.clients.register({ client_id: app, name: "App", type: "public", redirect_uris: [REDIRECT], scopes: ["export"] });
+      const [key, thief] = [await proofKey(), await proofKey()];
+      const token = async (fields: Record<string, string>, signer: ProofKey) => {
+        const response = await server.fetch(new Request(DPOP_RACE.htu, {
+          method: "POST",
+          headers: { "content-type": "application/x-www-form-urlencoded", dpop: await proof(signer, { htu: DPOP_RACE.htu }) },
+          body: new URLSearchParams(fields).toString(),
+        }));
+        return { status: response.status, body: (await response.json()) as Record<string, string> };
+      };
+      // The opaque token's binding lives in the store alone: a store that lost jkt would let it pass as Bearer.
+      const issued = await token({ grant_type: "client_credentials", client_id: backend, client_secret: DPOP_RACE.client.client_secret, scope: "export" }, key);
+      expect([issued.status, issued.body.token_type]).toEqual([200, "DPoP"]);
+      const at = issued.body.access_token!;
+      const api = server.protect("export", () => new Response("ok"));
+      const call = async (authorization: string, signer?: ProofKey) =>
+        (await api(new Request(API, { headers: { authorization, ...(signer ? { dpop: await proof(signer, { htu: API, htm: "GET", ath: await ath(at) }) } : {}) } }))).status;
+      expect([await call(`Bearer ${at}`), await call(`DPoP ${at}`, thief), await call(`DPoP ${at}`, key)]).toEqual([401, 401, 200]);
+      // dpop_jkt binds the code (RFC 9449 §10); the public client's refresh token is bound to the key (§5).
+      const code = async () => {
+        const { verifier, challenge } = await pkce();
+        const answer = await approve(server, {
+          response_type: "code", client_id: app, redirect_uri: REDIRECT, scope: "export", state: "s", code_challenge: challenge, code_challenge_method: "S256", dpop_jkt: key.jkt,
+        });
+        const location = answer.headers.get("location");
+        if (location === null) throw new Error(`no code: ${answer.status} ${await answer.text()}`);
+        return { grant_type: "authorization_code", client_id: app, redirect_uri: REDIRECT, code_verifier: verifier, code: new URL(location).searchParams.get("code")! };
+      };
+      expect((await token(await code(), thief)).body.error).toBe("invalid_grant");
+      const redeemed = await token(await code(), key);
+      expect([redeemed.status, redeemed.body.token_type]).toEqual([200, "DPoP"]);
+      const refresh = { grant_type: "refresh_token", client_id: app, refresh_token: redeemed.body.refresh_token! };
+      expect((await token(refresh, thief)).body.error).toBe("invalid_grant");
+      const rotated = await token(refresh, key);
+      expect(rotated.status).toBe(200);
+      expect((await token({ ...refresh, refresh_token: rotated.body.refresh_token! }, thief)).body.error).toBe("invalid_grant");
+    } finally {
+      await close();
+    }
+  }, 30_000);
 
   test.skipIf(skip)("the binding fields are kept: jkt on access and refresh tokens (saved, redeemed, rotated), dpop_jkt on codes", async () => {
     const { store, close } = await open(target, where()!);
