@@ -47,6 +47,7 @@ export type {
   TokenExchangeFeatureOptions,
   TokenExchangeOptions,
 } from "./lib/features/token_exchange.ts";
+export type { DpopFeatureOptions, DpopOptions } from "./lib/features/dpop.ts";
 export type { ErrorHook } from "./lib/core/hooks.ts";
 export type { ScopePolicy } from "./lib/scope.ts";
 export type { CorsOrigins } from "./lib/features/cors.ts";
@@ -70,6 +71,7 @@ export {
   protectedResource,
   type ProtectedResourceOptions,
   type RequiredScopes,
+  type ResourceDpopOptions,
   type TokenVerifier,
 } from "./lib/resource_server.ts";
 export type { TokenResponse } from "./lib/tokens.ts";

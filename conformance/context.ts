@@ -21,6 +21,9 @@ import type { Exchange, Profile } from "./types.ts";
  */
 export type AdvanceClock = (ms: number) => Promise<void>;
 
+/** How far each run's server clock was moved, by the clock that moved it (one per run, shared by its cases). */
+const advanced = new WeakMap<AdvanceClock, number>();
+
 /** Which client a code flow runs for. */
 export type CodeRole = "public" | "confidential";
 
@@ -171,6 +174,12 @@ export class CaseContext {
       this.skip('The target has no settable clock: pass one in process, or set "clock.url" in the target file');
     }
     await this.clock(ms);
+    advanced.set(this.clock, (advanced.get(this.clock) ?? 0) + ms);
+  }
+
+  /** The server's time as far as the suite knows, in ms: now, plus what the run moved its clock (signed proofs' `iat`). */
+  serverNow(): number {
+    return Date.now() + (this.clock === undefined ? 0 : advanced.get(this.clock) ?? 0);
   }
 
   /** Ends the case as skipped. */

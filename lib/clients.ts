@@ -61,6 +61,11 @@ export interface ClientRegistration {
    * (loopback and http included); fetched with a deadline, a size cap and Cache-Control bounds either way.
    */
   jwks_uri?: string;
+  /**
+   * The client must send a DPoP proof with every token request (RFC 9449 §5.2), so every access token it gets
+   * is bound to its key. Needs the server's `dpop.enabled`. Kept in the record's `metadata`.
+   */
+  dpop_bound_access_tokens?: boolean;
 }
 
 /** Options of {@link ClientRegistry.register} for the operator's own tools. */

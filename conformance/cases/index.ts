@@ -9,6 +9,7 @@ import { cases as authorizeRedirect } from "./authorize_redirect.ts";
 import { cases as bearer } from "./bearer.ts";
 import { cases as concurrency } from "./concurrency.ts";
 import { cases as identityGrants } from "./identity_grants.ts";
+import { cases as dpop } from "./dpop.ts";
 import { cases as jwtAccessTokens } from "./jwt_access_tokens.ts";
 import { cases as mcp } from "./mcp.ts";
 import { cases as mcp2026 } from "./mcp_2026.ts";
@@ -41,6 +42,7 @@ export const ALL_CASES: readonly CaseDef[] = [
   ...requirements,
   ...metadata,
   ...jwtAccessTokens,
+  ...dpop,
   ...mcp,
   ...mcp2026,
   ...privateKeyJwt,

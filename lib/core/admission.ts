@@ -45,6 +45,8 @@ export interface ClientDraft {
   jwks?: { keys: Record<string, unknown>[] };
   /** Where the public keys of a `private_key_jwt` client are published; kept in `metadata`. */
   jwks_uri?: string;
+  /** The client must use DPoP at the token endpoint (RFC 9449 §5.2); kept in `metadata`. */
+  dpop_bound_access_tokens?: boolean;
   /** Registration metadata echoed back and kept (client_uri, logo_uri, application_type, …). */
   metadata?: Record<string, unknown>;
 }
@@ -253,6 +255,7 @@ export function clientAdmission(options: AdmissionOptions): ClientAdmission {
       if (auth.method !== undefined) metadata.token_endpoint_auth_method = auth.method;
       if (auth.jwks !== undefined) metadata.jwks = structuredClone(auth.jwks);
       if (auth.jwks_uri !== undefined) metadata.jwks_uri = auth.jwks_uri;
+      if (draft.dpop_bound_access_tokens !== undefined) metadata.dpop_bound_access_tokens = draft.dpop_bound_access_tokens;
       if (Object.keys(metadata).length > 0) client.metadata = metadata;
       for (const rule of rules) rule(client, { origin, authorized, grants });
       if (!self) reserved.add(client.name);

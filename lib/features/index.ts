@@ -10,6 +10,7 @@
 import type { FeatureOptions } from "../core/feature.ts";
 import { type ClientMetadataDocumentFeatureOptions, clientMetadataDocumentsFeature } from "./client_metadata_documents.ts";
 import { cors, type CorsOptions } from "./cors.ts";
+import { dpop, type DpopFeatureOptions } from "./dpop.ts";
 import { type JwtAccessTokenOptions, jwtAccessTokens } from "./jwt_access_tokens.ts";
 import { type JwtBearerOptions, jwtBearer } from "./jwt_bearer.ts";
 import { type KeySetOptions, keySetsFeature } from "./private_key_jwt.ts";
@@ -33,6 +34,7 @@ export const FEATURES: readonly [
   typeof keySetsFeature,
   typeof jwtBearer,
   typeof tokenExchange,
+  typeof dpop,
 ] = [
   profile,
   resourceIndicators,
@@ -45,6 +47,7 @@ export const FEATURES: readonly [
   keySetsFeature,
   jwtBearer,
   tokenExchange,
+  dpop,
 ];
 
 /** The options every feature adds to `createAuthorizationServer`. */
@@ -59,7 +62,8 @@ export type FeaturesOptions =
   & JwtAccessTokenOptions
   & KeySetOptions
   & JwtBearerOptions
-  & TokenExchangeFeatureOptions;
+  & TokenExchangeFeatureOptions
+  & DpopFeatureOptions;
 
 // Fails to compile when a feature of FEATURES is missing from FeaturesOptions, or the other way round.
 type Derived = FeatureOptions<typeof FEATURES>;

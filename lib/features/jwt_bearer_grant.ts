@@ -11,6 +11,7 @@ import { defineGrant, type Grant } from "../core/grant.ts";
 import { OAuthError } from "../errors.ts";
 import { issueTokens } from "../issue_tokens.ts";
 import { AssertionRefused, type AssertionFailure } from "../jwt_assertion.ts";
+import { dpopKey } from "./dpop.ts";
 import { jwtAccessTokens } from "./jwt_access_tokens.ts";
 import { offlineAccess } from "./offline_access.ts";
 import { keySetsFeature } from "./private_key_jwt.ts";
@@ -91,6 +92,7 @@ export function jwtBearerGrant(trusted: TrustedIssuers): Grant {
       if (!(await spendAssertion(verified, view.storage, now))) throw refuse(new AssertionRefused("replay", "The assertion was used before"));
       const act = claims.act;
       const { response, records } = await issueTokens({
+        jkt: dpopKey(exchange),
         client_id: client.client_id,
         user_id: verified.subject,
         scope,

@@ -114,11 +114,15 @@ export function registrationDraft(body: unknown, scopes: ReadonlyMap<string, str
   if (m.application_type !== undefined && m.application_type !== "web" && m.application_type !== "native") {
     throw metadataError("application_type must be web or native");
   }
+  // RFC 9449 §5.2: a client may bind itself to DPoP; the door checks that the server offers it.
+  if (m.dpop_bound_access_tokens !== undefined && typeof m.dpop_bound_access_tokens !== "boolean") {
+    throw metadataError("dpop_bound_access_tokens must be true or false");
+  }
   const metadata: Record<string, unknown> = {};
-  for (const key of [...ECHOED_STRINGS, "contacts", "application_type"]) if (m[key] !== undefined) metadata[key] = m[key];
   // RFC 7591 §2: jwks and jwks_uri are for private_key_jwt; the door checks them (shape, https, no private host).
   if (m.jwks !== undefined && (typeof m.jwks !== "object" || m.jwks === null || Array.isArray(m.jwks))) throw metadataError("jwks must be a JWK Set");
   if (m.jwks_uri !== undefined && !isString(m.jwks_uri)) throw metadataError("jwks_uri must be a string");
+  for (const key of [...ECHOED_STRINGS, "contacts", "application_type", "dpop_bound_access_tokens"]) if (m[key] !== undefined) metadata[key] = m[key];
   const draft: ClientDraft = {
     name: isString(m.client_name) ? m.client_name : "Unnamed application",
     type: method === "none" ? "public" : "confidential",

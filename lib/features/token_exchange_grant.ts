@@ -15,6 +15,7 @@ import { issueTokens } from "../issue_tokens.ts";
 import { AssertionRefused, unverifiedClaims } from "../jwt_assertion.ts";
 import { sha256 } from "../sha256.ts";
 import type { AccessTokenRecord, ClientRecord } from "../storage/types.ts";
+import { dpopKey } from "./dpop.ts";
 import { jwtAccessTokens } from "./jwt_access_tokens.ts";
 import { jwtBearer } from "./jwt_bearer.ts";
 import { offlineAccess } from "./offline_access.ts";
@@ -145,6 +146,7 @@ export function tokenExchangeGrant(policy: ExchangePolicy): Grant {
       const act = actor === undefined ? prior : { ...actorClaim(actor), ...(prior === undefined ? {} : { act: prior }) };
       const local = subject.kind === "local" ? subject.record : undefined;
       const { response, records } = await issueTokens({
+        jkt: dpopKey(exchange),
         client_id: client.client_id,
         user_id: local ? local.user_id : subject.party.subject,
         scope,

@@ -155,7 +155,7 @@ export async function createReferenceApp(options: ReferenceAppOptions): Promise<
     issuer: server.issuer,
     ...(config.trust_proxy ? { clientAddress: trustedProxies(config.trust_proxy) } : {}),
   });
-  const sampleApi = sampleResource(server, config, options.onError);
+  const sampleApi = sampleResource(server, config, options.onError, clock);
   /** A page's failure (the store down or slow) as the router renders one: reported, then an error page. */
   const page = async (request: Request, endpoint: string, handler: () => Promise<Response>): Promise<Response> => {
     try {
@@ -207,11 +207,13 @@ const SAMPLE_SCOPES = ["reports.read", "reports.write"];
  * and 401/403 challenges that point at it. `GET /api/reports` needs `reports.read`, `POST /api/reports`
  * `reports.write` (it stores nothing), `GET /api/me` any valid token. A token bound to another resource (an
  * MCP server's) is refused; a token bound to none is taken, because the spec's clients never send `resource`.
+ * A DPoP-bound token is taken with the DPoP scheme and its proof, never as a Bearer token.
  */
 function sampleResource(
   server: AuthorizationServer,
   config: ReferenceConfig,
   onError: ReferenceAppOptions["onError"],
+  clock: () => number,
 ): { resource: ProtectedResource; routes: Map<string, Map<string, (request: Request) => Promise<Response>>> } {
   const known = new Set(config.scopes.map((s) => s.name));
   const scopes = SAMPLE_SCOPES.filter((s) => known.has(s));
@@ -222,6 +224,9 @@ function sampleResource(
     ...(scopes.length > 0 ? { scopesSupported: scopes } : {}),
     resourceName: "Sample reports API",
     requireAudience: false,
+    // DPoP-bound tokens with their proofs (RFC 9449 §7), each proof used once across every instance of the store.
+    dpop: { replay: server.storage },
+    now: clock,
     ...(onError ? { onError } : {}),
   });
   const json = (status: number, body: unknown) => (request: Request) => respond(request, jsonResponse(status, body));

@@ -59,6 +59,8 @@ export interface ConfigClient {
   jwks?: { keys: Record<string, unknown>[] };
   /** Where a `private_key_jwt` client's public keys are published. */
   jwks_uri?: string;
+  /** The client must send a DPoP proof with every token request (RFC 9449 §5.2). */
+  dpop_bound_access_tokens?: boolean;
 }
 
 /**
@@ -89,6 +91,8 @@ export interface ReferenceConfig {
   access_token_audience?: string;
   /** The keys that sign JWT access tokens; setting it (or access_token_format) serves /jwks. */
   signing_keys?: { algorithm?: "ES256" | "EdDSA" | "RS256" | "PS256"; rotate_after_days?: number; retire_after_days?: number };
+  /** DPoP (RFC 9449): sender-constrained tokens; `require_nonce` makes every proof carry a server nonce. */
+  dpop?: { enabled?: boolean; require_nonce?: boolean };
   cors?: { origins?: string[] };
   /** Identity providers and workload platforms whose JWTs the jwt-bearer grant and token exchange accept. */
   trusted_issuers?: {
@@ -246,6 +250,7 @@ export function configClient(c: ConfigClient): ClientRegistration {
     ...(c.token_endpoint_auth_method === undefined ? {} : { token_endpoint_auth_method: c.token_endpoint_auth_method }),
     ...(c.jwks === undefined ? {} : { jwks: c.jwks }),
     ...(c.jwks_uri === undefined ? {} : { jwks_uri: c.jwks_uri }),
+    ...(c.dpop_bound_access_tokens === undefined ? {} : { dpop_bound_access_tokens: c.dpop_bound_access_tokens }),
   };
 }
 

@@ -58,6 +58,7 @@ const CLIENT: OptionType = {
     }),
     { key: "jwks", type: JWK_SET_TYPE, doc: "A private_key_jwt client's public keys (a JWK Set)." },
     str("jwks_uri", "Where a private_key_jwt client publishes its public keys (fetched as given, loopback included)."),
+    bool("dpop_bound_access_tokens", "The client must send a DPoP proof with every token request (RFC 9449 §5.2; needs dpop.enabled)."),
   ],
 };
 

@@ -62,6 +62,8 @@ interface StoredCode {
   resource: string[] | undefined;
   expires_at: number;
   redeemed_at: number | undefined;
+  dpop_jkt: string | undefined;
+  auth_time: number | undefined;
 }
 
 function storedCode(code: CodeRecord): StoredCode {
@@ -76,6 +78,8 @@ function storedCode(code: CodeRecord): StoredCode {
     resource: code.resource,
     expires_at: code.expires_at,
     redeemed_at: code.redeemed_at,
+    dpop_jkt: code.dpop_jkt,
+    auth_time: code.auth_time,
   };
 }
 
@@ -93,6 +97,8 @@ function codeRecord(code: StoredCode): CodeRecord {
   if (code.code_challenge !== undefined) record.code_challenge = code.code_challenge;
   if (code.resource !== undefined) record.resource = code.resource;
   if (code.redeemed_at !== undefined) record.redeemed_at = code.redeemed_at;
+  if (code.dpop_jkt !== undefined) record.dpop_jkt = code.dpop_jkt;
+  if (code.auth_time !== undefined) record.auth_time = code.auth_time;
   return record;
 }
 

@@ -148,6 +148,7 @@ describe("profiles", () => {
     );
     const rfc = await run(await lenientApp(), { profile: "rfc6749" });
     expect(problems(rfc).filter((p) => !p.startsWith("SKIP ") && !/^NOT_OFFERED (JWT-AT|ID)-/.test(p))).toEqual([]);
+    expect(problems(rfc).filter((p) => !p.startsWith("SKIP ") && !/^NOT_OFFERED (JWT-AT|DPOP)-/.test(p))).toEqual([]);
     expect(rfc.profile).toBe("rfc6749");
   });
 });

@@ -58,9 +58,9 @@ export interface TestApp {
   rotateKeys?: () => Promise<void>;
 }
 
-/** `config` (default the demo's) issuing JWT access tokens (RFC 9068), so the JWT cases run too. */
+/** `config` (default the demo's) issuing JWT access tokens (RFC 9068) bound with DPoP, so the JWT and DPoP cases run too. */
 export function jwtConfig(config: ReferenceConfig = DEMO_CONFIG): ReferenceConfig {
-  return { ...config, access_token_format: "jwt" };
+  return { ...config, access_token_format: "jwt", dpop: { enabled: true } };
 }
 
 /** A fresh reference app on its own store (or on `wrap` of it), with a clock the suite can move. */

@@ -73,6 +73,8 @@ const OFF: Record<string, Options | null> = {
   jwt_access_tokens: null,
   // Always set up: it holds the key sets of private_key_jwt clients (a core method) and trusted issuers.
   private_key_jwt: null,
+  // Set up always, so its rule refuses clients that must use DPoP where the server does not offer it.
+  dpop: null,
 };
 
 const onOptions = (feature: AnyFeature): Options =>

@@ -175,6 +175,7 @@ describe("the published JSON Schema", () => {
     expect(objects.sort()).toEqual([
       "$", "$.users[]", "$.scopes[]", "$.clients[]", "$.registration", "$.client_metadata_documents", "$.cors", "$.metrics", "$.lifetimes", "$.signing_keys",
       "$.clients[].jwks", "$.clients[].jwks.keys[]", "$.trusted_issuers[]", "$.trusted_issuers[].jwks", "$.trusted_issuers[].jwks.keys[]", "$.token_exchange",
+      "$.dpop",
     ].sort());
     // At each object of the schema, an unknown key is refused by the parser too.
     for (const path of objects) {
@@ -192,11 +193,11 @@ describe("the published JSON Schema", () => {
     expect(keys(published)).toEqual(
       ["$schema", "users", "scopes", "clients", "store", "secret", "scope_policy", "default_scope", "resources", "client_metadata_documents",
         "registration", "cors", "refresh_grace_seconds", "trust_proxy", "body_timeout_seconds", "audit_log", "metrics", "lifetimes", "offline_access",
-        "access_token_format", "access_token_audience", "signing_keys", "trusted_issuers", "token_exchange"].sort(),
+        "access_token_format", "access_token_audience", "signing_keys", "trusted_issuers", "token_exchange", "dpop"].sort(),
     );
     expect(keys(published.properties.clients.items)).toEqual(
       ["client_id", "client_secret", "name", "redirect_uris", "scopes", "grant_types", "client_credentials_refresh_token", "default_scope", "introspection", "access_token_format",
-        "token_endpoint_auth_method", "jwks", "jwks_uri"].sort(),
+        "token_endpoint_auth_method", "jwks", "jwks_uri", "dpop_bound_access_tokens"].sort(),
     );
     expect(keys(published.properties.users.items)).toEqual(["username", "password", "password_hash", "name", "email"].sort());
   });

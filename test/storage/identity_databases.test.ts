@@ -33,7 +33,7 @@ async function freshPostgres() {
 }
 
 // act and auth_time of token records: persisted on PostgreSQL by migration 4 (not yet on this branch).
-describe.skipIf(!started(postgres))("identity flows on PostgreSQL (pg)", () => identityFlows(freshPostgres, false));
+describe.skipIf(!started(postgres))("identity flows on PostgreSQL (pg)", () => identityFlows(freshPostgres));
 
 // Redis keeps a token record as one JSON document: act and auth_time with it.
 describe.skipIf(!started(redis))("identity flows on Redis (ioredis)", () =>
@@ -41,4 +41,4 @@ describe.skipIf(!started(redis))("identity flows on Redis (ioredis)", () =>
     prefix: `${fresh()}:`,
     eval: (s, k, a) => client!.eval(s, k.length, ...k, ...a) as Promise<unknown>,
     evalsha: (h, k, a) => client!.evalsha(h, k.length, ...k, ...a) as Promise<unknown>,
-  }), true));
+  })));

@@ -3,10 +3,9 @@
  * replay, an identity assertion (ID-JAG) for Alice and its replay, a workload JWT, and token exchange with an
  * actor into an opaque and a JWT access token. Used by identity_stores.test.ts (memory, SQLite: every runtime) and
  * identity_databases.test.ts (PostgreSQL, Redis: Node 22), so each store runs the same assertions.
- *
- * `persists` says whether the store keeps a token record's optional `act` and `auth_time` (memory and Redis do;
- * SQLite and PostgreSQL from schema migration 4 on). Where it does not, the two assertions that read them back
- * from the store expect them absent, so the day migration 4 lands they fail and ask for the flag to be flipped.
+
+ * Every store keeps a token record's optional `act` and `auth_time` (SQL from schema migration 4 on): the flows
+ * read them back from the store.
  */
 import * as jose from "jose";
 import { expect, test } from "vitest";
@@ -57,7 +56,7 @@ async function identityServer(storage: Storage) {
 }
 
 /** Registers the flows as tests, for a store made by `open` (a fresh one per test). */
-export function identityFlows(open: () => Promise<Storage>, persists: boolean): void {
+export function identityFlows(open: () => Promise<Storage>): void {
   test("private_key_jwt: a signed assertion gets a client_credentials token; the same assertion again is invalid_client", async () => {
     const s = await identityServer(await open());
     const fields = { grant_type: "client_credentials", scope: "export", client_assertion_type: CLIENT_ASSERTION_TYPE, client_assertion: await clientAssertion(AGENT_KEY, "agent", s.clock.now) };
@@ -100,7 +99,7 @@ export function identityFlows(open: () => Promise<Storage>, persists: boolean): 
     const seen = await s.introspect(opaque.body.access_token as string);
     expect(seen).toMatchObject({ active: true, sub: "alice", client_id: "gateway", scope: "read" });
     // Store-level: the access token record's act (waits for migration 4 on SQLite and PostgreSQL).
-    expect(seen.act).toEqual(persists ? { sub: "gateway" } : undefined);
+    expect(seen.act).toEqual({ sub: "gateway" });
   });
 
   test("an ID-JAG's auth_time reaches the token exchanged from its opaque token where the store keeps it", async () => {
@@ -115,6 +114,6 @@ export function identityFlows(open: () => Promise<Storage>, persists: boolean): 
     });
     expect(exchanged.status).toBe(200);
     // Store-level: the opaque subject token record's auth_time (waits for migration 4 on SQLite and PostgreSQL).
-    expect(jose.decodeJwt(exchanged.body.access_token as string).auth_time).toEqual(persists ? authTime : undefined);
+    expect(jose.decodeJwt(exchanged.body.access_token as string).auth_time).toEqual(authTime);
   });
 }

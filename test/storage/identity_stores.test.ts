@@ -5,7 +5,7 @@ import { memoryStorage, sqlStorage } from "../../mod.ts";
 import { openSqlite } from "../support/sqlite.ts";
 import { identityFlows } from "./identity_flows.ts";
 
-describe("identity flows on the memory store", () => identityFlows(() => Promise.resolve(memoryStorage({ clock: () => 1_800_000_000_000 })), true));
+describe("identity flows on the memory store", () => identityFlows(() => Promise.resolve(memoryStorage({ clock: () => 1_800_000_000_000 }))));
 
 // act and auth_time of token records: persisted on SQLite by migration 4 (not yet on this branch).
-describe(`identity flows on SQLite (${openSqlite.driver})`, () => identityFlows(() => Promise.resolve(sqlStorage(openSqlite(":memory:"))), false));
+describe(`identity flows on SQLite (${openSqlite.driver})`, () => identityFlows(() => Promise.resolve(sqlStorage(openSqlite(":memory:")))));
