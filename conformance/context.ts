@@ -21,6 +21,9 @@ import type { Exchange, Profile } from "./types.ts";
  */
 export type AdvanceClock = (ms: number) => Promise<void>;
 
+/** How far each run's server clock was moved, by the clock that moved it (one per run, shared by its cases). */
+const advanced = new WeakMap<AdvanceClock, number>();
+
 /** Which client a code flow runs for. */
 export type CodeRole = "public" | "confidential";
 
@@ -98,6 +101,11 @@ export class CaseContext {
   readonly discovery: Discovery | undefined;
   /** Rotates the server's signing keys, when the run was given a way to. */
   readonly rotateKeys: (() => Promise<void>) | undefined;
+  /**
+   * Where the suite serves the public keys it signs with as a client, an identity provider and a workload
+   * platform (target file `identity.origin`); the identity cases skip without it.
+   */
+  readonly keyHost: DocumentHost | undefined;
 
   /** Made by the runner, one per case. */
   constructor(
@@ -109,6 +117,7 @@ export class CaseContext {
     documents?: DocumentHost,
     discovery?: Discovery,
     rotateKeys?: () => Promise<void>,
+    keyHost?: DocumentHost,
   ) {
     this.target = target;
     this.http = http;
@@ -118,6 +127,7 @@ export class CaseContext {
     this.documents = documents;
     this.discovery = discovery;
     this.rotateKeys = rotateKeys;
+    this.keyHost = keyHost;
   }
 
   /** What discovery found about a feature (offered when discovery was not run). */
@@ -164,6 +174,12 @@ export class CaseContext {
       this.skip('The target has no settable clock: pass one in process, or set "clock.url" in the target file');
     }
     await this.clock(ms);
+    advanced.set(this.clock, (advanced.get(this.clock) ?? 0) + ms);
+  }
+
+  /** The server's time as far as the suite knows, in ms: now, plus what the run moved its clock (signed proofs' `iat`). */
+  serverNow(): number {
+    return Date.now() + (this.clock === undefined ? 0 : advanced.get(this.clock) ?? 0);
   }
 
   /** Ends the case as skipped. */

@@ -44,7 +44,9 @@ export const AREAS = {
   requirements: "What the profile requires the server to offer (capability discovery)",
   metadata: "Metadata, revocation and iss (RFC 8414, 7009, 9207)",
   jwt_access_tokens: "JWT access tokens and the JWK Set (RFC 9068, 7517)",
+  dpop: "DPoP sender-constrained tokens (RFC 9449)",
   mcp: "MCP authorization (RFC 8707, 9728, 7591, CIMD, CORS)",
+  identity: "Machine and agent identity (RFC 7523, 8693, ID-JAG, workload JWTs)",
 } as const;
 
 /** One area of the report. */

@@ -3,7 +3,8 @@
  *
  * `notesMcpServer` returns one fetch handler that serves the RFC 9728 protected-resource metadata and the MCP
  * endpoint behind the guard of `protectedResource`: no token gets 401 with `resource_metadata`, so an MCP host
- * discovers the authorization server by itself; a token for another resource is refused. The tool `whoami`
+ * discovers the authorization server by itself; a token for another resource is refused; a DPoP-bound token works
+ * with its proof (RFC 9449), never as a Bearer token. The tool `whoami`
  * answers who the token acts for and what it grants; `add_note` needs `notes.write` on top, and a token without
  * it gets 403 `insufficient_scope` naming what the call needs (MCP step-up), so the host asks the user again.
  *
@@ -15,7 +16,7 @@
  */
 import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
 import { WebStandardStreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js";
-import type { AccessTokenInfo } from "../mod.ts";
+import type { AccessTokenInfo, ResourceDpopOptions } from "../mod.ts";
 import { protectedResource, type TokenVerifier } from "../mod.ts";
 
 /** Options of {@link notesMcpServer}. */
@@ -30,6 +31,11 @@ export interface NotesMcpServerOptions {
   requiredScopes?: string[];
   /** Scopes a tool needs on top of `requiredScopes`. Default: `add_note` needs `notes.write`. */
   toolScopes?: Record<string, string[]>;
+  /**
+   * DPoP-bound tokens (RFC 9449 §7), taken beside Bearer ones by default; pass a store as `replay` when several
+   * instances serve this resource, so a proof is used once across all of them.
+   */
+  dpop?: ResourceDpopOptions | false;
 }
 
 /** Largest MCP request whose tool name is looked at before the transport reads it. */
@@ -56,6 +62,7 @@ export function notesMcpServer(options: NotesMcpServerOptions): (request: Reques
     verify: options.verify,
     ...(options.scopesSupported ? { scopesSupported: options.scopesSupported } : {}),
     resourceName: "Notes",
+    ...(options.dpop === undefined ? {} : { dpop: options.dpop }),
   });
   const mcpPath = new URL(options.resource).pathname;
   const toolScopes = options.toolScopes ?? { add_note: ["notes.write"] };
@@ -88,7 +95,7 @@ export function notesMcpServer(options: NotesMcpServerOptions): (request: Reques
 }
 
 function describe(token: AccessTokenInfo): Record<string, unknown> {
-  return { user: token.user_id, client_id: token.client_id, scope: token.scope, aud: token.aud };
+  return { user: token.user_id, client_id: token.client_id, scope: token.scope, aud: token.aud, jkt: token.jkt };
 }
 
 /** `npx tsx examples/mcp_server.ts`: an authorization server and this MCP server on two loopback ports. */
@@ -108,12 +115,14 @@ async function main(): Promise<void> {
     resources: [resource],
     registration: { enabled: true },
     clientMetadataDocuments: { enabled: true },
+    // Clients that hold a key get tokens bound to it (RFC 9449); the others keep Bearer tokens.
+    dpop: { enabled: true },
     // A demo: everyone is "demo". Use passwordLogin or your own hook in real life.
     authenticateUser: () => ({ id: "demo", name: "Demo User" }),
   });
   mcp = notesMcpServer({
     resource, authorizationServers: [as.url], verify: localTokenVerifier(authorizationServer),
-    scopesSupported: ["notes.read", "notes.write"],
+    scopesSupported: ["notes.read", "notes.write"], dpop: { replay: authorizationServer.storage },
   });
   console.log(`authorization server: ${as.url}\nMCP server:           ${resource}`);
 }

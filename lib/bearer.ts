@@ -49,4 +49,9 @@ export interface AccessTokenInfo {
   exp: number;
   /** The resources the token was issued for (RFC 8707), as `aud` in introspection; absent when unbound. */
   aud?: string[];
+  /**
+   * The JWK SHA-256 thumbprint of the DPoP key the token is bound to (RFC 9449 §6, `cnf.jkt`); absent for a
+   * bearer token. A guard that found it has checked the request's proof of that key.
+   */
+  jkt?: string;
 }

@@ -8,8 +8,8 @@
 
 /**
  * Every error code the server can send, with the HTTP status it is sent with by default.
- * RFC 6749 §4.1.2.1 and §5.2, RFC 6750 §3.1, RFC 7009 §2.2.1, RFC 8707 §2, RFC 7591 §3.2.2, RFC 8628 §3.5, OpenID Connect
- * Core §3.1.2.6.
+ * RFC 6749 §4.1.2.1 and §5.2, RFC 6750 §3.1, RFC 7009 §2.2.1, RFC 8707 §2, RFC 7591 §3.2.2, OpenID Connect Core §3.1.2.6,
+ * RFC 9449 §5 and §8, RFC 8628 §3.5.
  */
 export const ERROR_STATUS = {
   invalid_request: 400,
@@ -31,6 +31,10 @@ export const ERROR_STATUS = {
   login_required: 400,
   /** OpenID Connect Core §3.1.2.6: `prompt=none`, and the user would have to consent (sent by redirect). */
   consent_required: 400,
+  /** RFC 9449 §5, §7.1: a DPoP proof that fails a check of §4.3 (401 at a resource). */
+  invalid_dpop_proof: 400,
+  /** RFC 9449 §8: the proof must carry the nonce sent in `DPoP-Nonce` (401 at a resource). */
+  use_dpop_nonce: 400,
   invalid_token: 401,
   insufficient_scope: 403,
   /** Too many failed attempts; sent with 429 and `Retry-After`. RFC 8628 §3.5: a device polling too fast (400). */

@@ -1,12 +1,14 @@
 /**
  * The resource-API guard of a server's own process: Bearer tokens in the Authorization header (RFC 6750 §2.1,
- * §3; spec §4.3), looked up in the server's store, and the audience rule of `server.protect` (RFC 8707).
+ * §3; spec §4.3) and, where the server offers DPoP, DPoP-bound ones with their proofs (RFC 9449 §7), looked up
+ * in the server's store, and the audience rule of `server.protect` (RFC 8707).
  *
  * @module
  */
-import { type AccessTokenInfo, presentedToken } from "./bearer.ts";
+import type { AccessTokenInfo } from "./bearer.ts";
 import type { View } from "./core/view.ts";
 import { OAuthError } from "./errors.ts";
+import { challenge, checkBinding, presentation, quoted, type ResourceDpop, type Scheme } from "./features/dpop_resource.ts";
 import { canonicalResource } from "./resource_uri.ts";
 import { sha256 } from "./sha256.ts";
 
@@ -52,12 +54,33 @@ export function audienceRule(options: ProtectOptions = {}): AudienceRule {
 }
 
 /**
- * Refuses a token whose audience does not fit `rule` with 401 `invalid_token` (RFC 6750 §3.1): a token minted
- * for another resource must never open this one (confused deputy, RFC 9700 §4.10).
+ * Whether a token's audience fits `rule`: a token minted for another resource must never open this one (confused
+ * deputy, RFC 9700 §4.10); one bound to none only unless `requireAudience`.
  */
-export function checkAudience(info: AccessTokenInfo, rule: AudienceRule, issuer: string): void {
-  const fits = info.aud === undefined ? !rule.requireAudience : rule.audience !== undefined && info.aud.includes(rule.audience);
-  if (!fits) throw refused("invalid_token", "The access token was not issued for this resource", issuer);
+export function fitsAudience(info: AccessTokenInfo, rule: AudienceRule): boolean {
+  return info.aud === undefined ? !rule.requireAudience : rule.audience !== undefined && info.aud.includes(rule.audience);
+}
+
+/** How `server.protect` and `verifyAccessToken` take tokens: the audience rule, and DPoP when the server offers it. */
+export interface GuardPolicy {
+  readonly audience?: AudienceRule | undefined;
+  /** DPoP-bound tokens and their proofs (RFC 9449 §7); null: Bearer only. */
+  readonly dpop: ResourceDpop | null;
+}
+
+/**
+ * What a live access token grants, with the key it is bound to (`jkt`); null when it is unknown, expired or
+ * revoked, or its client is paused. No scheme, proof, audience or scope check.
+ */
+export async function tokenInfo(token: string, view: View<(typeof GUARD_READS)[number], readonly []>): Promise<AccessTokenInfo | null> {
+  const record = await view.storage.findAccessToken(sha256(token), view.clock());
+  const client = record && await view.storage.getClient(record.client_id);
+  if (!record || !client || !client.active) return null;
+  const info: AccessTokenInfo = { client_id: record.client_id, scope: record.scope, exp: Math.floor(record.expires_at / 1000) };
+  if (record.user_id !== undefined) info.user_id = record.user_id;
+  if (record.resource !== undefined) info.aud = [...record.resource];
+  if (record.jkt !== undefined) info.jkt = record.jkt;
+  return info;
 }
 
 /**
@@ -65,40 +88,44 @@ export function checkAudience(info: AccessTokenInfo, rule: AudienceRule, issuer:
  * `WWW-Authenticate` challenge to send: 401 with a bare challenge when no token was sent (RFC 6750 §3.1), 400
  * `invalid_request` for a malformed header, 401 `invalid_token` for a bad, expired or revoked token or a paused
  * client or a token that does not fit `audience` (when given), 403 `insufficient_scope` when `requiredScope`
- * is missing.
+ * is missing. With DPoP on, a bound token needs the DPoP scheme and a valid proof of its key for `request`
+ * (401 `invalid_dpop_proof` otherwise, RFC 9449 §7.1), and is refused as a Bearer token (§7.2).
  */
-export async function verifyBearer(
+export async function verifyToken(
   authorization: string | null,
+  request: Request | undefined,
   requiredScope: string | undefined,
   view: View<(typeof GUARD_READS)[number], readonly []>,
-  audience?: AudienceRule,
+  policy: GuardPolicy,
 ): Promise<AccessTokenInfo> {
-  const presented = presentedToken(authorization);
+  const { dpop, audience } = policy;
+  const base = [`realm="${view.issuer}"`];
+  const refused = (error: OAuthError, scheme: Scheme | undefined, extra: string[] = []) => {
+    const description = error.description ?? error.code;
+    const params = [`error="${error.code}"`, `error_description=${quoted(description)}`, ...extra];
+    return new OAuthError(error.code, { description, status: error.status, headers: { "www-authenticate": challenge(base, dpop, { scheme, params }) } });
+  };
+  const presented = presentation(authorization, dpop);
   if (presented.kind === "absent") {
-    throw new OAuthError("invalid_token", {
-      description: "An access token is required",
-      headers: { "www-authenticate": `Bearer realm="${view.issuer}"` },
-    });
+    throw new OAuthError("invalid_token", { description: "An access token is required", headers: { "www-authenticate": challenge(base, dpop) } });
   }
-  if (presented.kind === "malformed") throw refused("invalid_request", "The Authorization header is malformed", view.issuer);
-  const record = await view.storage.findAccessToken(sha256(presented.token), view.clock());
-  const client = record && await view.storage.getClient(record.client_id);
-  if (!record || !client || !client.active) {
-    throw refused("invalid_token", "The access token is invalid or has expired", view.issuer);
+  if (presented.kind === "malformed") throw refused(new OAuthError("invalid_request", { description: "The Authorization header is malformed" }), presented.scheme);
+  const info = await tokenInfo(presented.token, view);
+  if (info === null) throw refused(new OAuthError("invalid_token", { description: "The access token is invalid or has expired" }), presented.scheme);
+  const now = view.clock();
+  try {
+    // The API's origin: its audience's, else the issuer's (the process serves both), never the request's Host.
+    await checkBinding(presented, info.jkt, request, new URL(audience?.audience ?? view.issuer).origin, dpop, now);
+  } catch (error) {
+    throw error instanceof OAuthError ? refused(error, presented.scheme) : error;
   }
-  const info: AccessTokenInfo = { client_id: record.client_id, scope: record.scope, exp: Math.floor(record.expires_at / 1000) };
-  if (record.user_id !== undefined) info.user_id = record.user_id;
-  if (record.resource !== undefined) info.aud = [...record.resource];
   // The audience before the scope: a token for another resource is no token here, whatever it grants.
-  if (audience !== undefined) checkAudience(info, audience, view.issuer);
-  if (requiredScope !== undefined && !record.scope.split(" ").includes(requiredScope)) {
-    throw refused("insufficient_scope", "The access token does not grant the required scope", view.issuer, `, scope="${requiredScope}"`);
+  if (audience !== undefined && !fitsAudience(info, audience)) {
+    throw refused(new OAuthError("invalid_token", { description: "The access token was not issued for this resource" }), presented.scheme);
+  }
+  if (requiredScope !== undefined && !info.scope.split(" ").includes(requiredScope)) {
+    const error = new OAuthError("insufficient_scope", { description: "The access token does not grant the required scope" });
+    throw refused(error, presented.scheme, [`scope=${quoted(requiredScope)}`]);
   }
   return info;
-}
-
-/** The error, and its RFC 6750 §3 challenge naming the error code. */
-function refused(code: "invalid_request" | "invalid_token" | "insufficient_scope", description: string, issuer: string, extra = ""): OAuthError {
-  const challenge = `Bearer realm="${issuer}", error="${code}", error_description="${description}"${extra}`;
-  return new OAuthError(code, { description, headers: { "www-authenticate": challenge } });
 }

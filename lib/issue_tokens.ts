@@ -15,18 +15,29 @@ export interface IssueContext {
   readonly features: { readonly jwt_access_tokens: JwtAccessTokens };
 }
 
+/** What a grant asks to be issued: a {@link MintRequest} that always says which DPoP key, if any, it proved. */
+export type IssueRequest = MintRequest & {
+  /** The key of the request's DPoP proof (`dpopKey(exchange)`), or undefined: every grant states it. */
+  readonly jkt: string | undefined;
+};
+
 /**
  * Mints the tokens of a grant in the client's access-token format: an RFC 9068 JWT signed with the issuer's
  * current key, or an opaque token. Either way the access token's record is what `mintTokens` makes, stored by
  * hash, so revocation, a revoked grant, a paused client and introspection reach JWTs as they reach opaque tokens.
+ * With a DPoP key, the access token is bound to it (`cnf.jkt`, RFC 9449 §6), and so is a public client's refresh
+ * token (§5: a confidential client's is bound to its credentials already).
  */
 export async function issueTokens(
-  request: MintRequest,
-  client: Pick<ClientRecord, "metadata">,
+  request: IssueRequest,
+  client: Pick<ClientRecord, "metadata" | "type">,
   context: IssueContext,
   now: number,
 ): Promise<{ response: TokenResponse; records: IssuedTokens }> {
+  const { jkt } = request;
+  const refreshJkt = client.type === "public" ? jkt : undefined;
+  const bound: MintRequest = jkt === undefined ? request : { ...request, claims: { ...request.claims, cnf: { jkt } }, refresh_jkt: refreshJkt };
   const jwt = context.features.jwt_access_tokens;
-  const token = accessTokenFormat(jwt, client) === "jwt" ? await signAccessToken(request, jwt, context.accessTokenTtl, now) : undefined;
-  return mintTokens(request, context.accessTokenTtl, now, token);
+  const token = accessTokenFormat(jwt, client) === "jwt" ? await signAccessToken(bound, jwt, context.accessTokenTtl, now) : undefined;
+  return mintTokens(bound, context.accessTokenTtl, now, token);
 }

@@ -7,6 +7,7 @@
  * @module
  */
 import type { AccessTokenInfo } from "./bearer.ts";
+import { confirmedKey } from "./features/dpop_resource.ts";
 import type { JwsAlgorithm } from "./jose/algorithms.ts";
 import { JoseError } from "./jose/errors.ts";
 import type { KeySource } from "./jose/jws.ts";
@@ -133,7 +134,11 @@ function tokenInfo(claims: JwtClaims): AccessTokenInfo | null {
   const { client_id: clientId, scope, sub, exp, aud } = claims;
   if (typeof clientId !== "string" || typeof sub !== "string" || typeof exp !== "number") return null;
   if (scope !== undefined && typeof scope !== "string") return null;
+  // RFC 9449 §6.1: cnf.jkt binds the token to a DPoP key; a confirmation method this guard cannot check opens nothing.
+  const jkt = confirmedKey(claims.cnf);
+  if (jkt === null) return null;
   const info: AccessTokenInfo = { client_id: clientId, scope: scope ?? "", exp };
+  if (jkt !== undefined) info.jkt = jkt;
   // RFC 9068 §2.2: sub names the client itself for client_credentials, else the user (the server keeps client
   // ids and user ids apart, as §5 asks).
   if (sub !== clientId) info.user_id = sub;

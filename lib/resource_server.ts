@@ -8,13 +8,15 @@
  *
  * @module
  */
-import { type AccessTokenInfo, presentedToken } from "./bearer.ts";
+import type { AccessTokenInfo } from "./bearer.ts";
 import { challengeJson, toOAuthError } from "./core/render.ts";
 import { OAuthError } from "./errors.ts";
+import { challenge, checkBinding, confirmedKey, presentation, quoted, resourceDpop, type ResourceDpopOptions, type Scheme } from "./features/dpop_resource.ts";
 import { OFFLINE_ACCESS } from "./scope.ts";
 import { canonicalResource, checkResourceUri } from "./resource_uri.ts";
 
 export { type JwksFetchOptions, type JwtTokenVerifier, jwtTokenVerifier, type JwtTokenVerifierOptions } from "./jwt_token_verifier.ts";
+export type { ResourceDpopOptions } from "./features/dpop_resource.ts";
 
 /**
  * Looks an access token up; resolves to what it grants, or null when it is unknown, expired or revoked. Throw
@@ -45,6 +47,14 @@ export interface ProtectedResourceOptions {
    * resource at all (from clients that never send `resource`); a token bound to another resource stays refused.
    */
   requireAudience?: boolean;
+  /**
+   * DPoP (RFC 9449 §7): DPoP-bound tokens are taken with the DPoP scheme and a proof of their key for the request
+   * (`htu`: this resource's origin and the request's path), and refused as Bearer tokens; the challenges name
+   * both schemes. On by default; `{ required: true }` refuses Bearer tokens, `false` takes Bearer tokens only.
+   */
+  dpop?: ResourceDpopOptions | false;
+  /** The clock proofs are judged by, in milliseconds. Default `Date.now`. */
+  now?: () => number;
 }
 
 /** What {@link protectedResource} returns. */
@@ -85,9 +95,6 @@ export type RequiredScopes =
 
 const WELL_KNOWN = "/.well-known/oauth-protected-resource";
 
-/** A quoted-string for a challenge parameter (RFC 9110 §5.6.4); our values hold no quote or backslash. */
-const quoted = (value: string) => `"${value.replace(/["\\]/g, "")}"`;
-
 /**
  * Creates the helpers for one protected resource.
  *
@@ -111,6 +118,8 @@ export function protectedResource(options: ProtectedResourceOptions): ProtectedR
   }
   const path = url.pathname === "/" ? "" : url.pathname;
   const metadataUrl = url.origin + WELL_KNOWN + path;
+  const dpop = resourceDpop(options.dpop);
+  const now = options.now ?? Date.now;
   const metadata: Record<string, unknown> = {
     resource: options.resource,
     authorization_servers: [...options.authorizationServers],
@@ -118,30 +127,36 @@ export function protectedResource(options: ProtectedResourceOptions): ProtectedR
   };
   if (options.scopesSupported) metadata.scopes_supported = [...options.scopesSupported];
   if (options.resourceName !== undefined) metadata.resource_name = options.resourceName;
+  // RFC 9728 §2.
+  if (dpop !== null) metadata.dpop_signing_alg_values_supported = [...dpop.algorithms];
+  if (dpop?.required) metadata.dpop_bound_access_tokens_required = true;
   const body = JSON.stringify(metadata);
   const requireAudience = options.requireAudience ?? true;
 
-  const challenge = (error: string | undefined, description: string | undefined, scopes: string[] | undefined) => {
-    const parts = [`resource_metadata=${quoted(metadataUrl)}`];
-    if (error !== undefined) parts.push(`error=${quoted(error)}`);
-    if (description !== undefined) parts.push(`error_description=${quoted(description)}`);
+  const header = (scheme: Scheme | undefined, error: string | undefined, description: string | undefined, scopes: string[] | undefined) => {
+    const params: string[] = [];
+    if (error !== undefined) params.push(`error=${quoted(error)}`);
+    if (description !== undefined) params.push(`error_description=${quoted(description)}`);
     const scope = (scopes ?? options.scopesSupported)?.filter((s) => s !== OFFLINE_ACCESS);
-    if (scope && scope.length > 0) parts.push(`scope=${quoted(scope.join(" "))}`);
-    return `Bearer ${parts.join(", ")}`;
+    if (scope && scope.length > 0) params.push(`scope=${quoted(scope.join(" "))}`);
+    return challenge([`resource_metadata=${quoted(metadataUrl)}`], dpop, { scheme, params });
   };
-  const refuse = (code: "invalid_request" | "invalid_token" | "insufficient_scope", description: string, scopes?: string[]) =>
-    new OAuthError(code, { description, headers: { "www-authenticate": challenge(code, description, scopes) } });
+  const refuse = (error: OAuthError, scheme: Scheme, scopes?: string[]) => {
+    const description = error.description ?? error.code;
+    return new OAuthError(error.code, { description, status: error.status, headers: { "www-authenticate": header(scheme, error.code, description, scopes) } });
+  };
 
   async function verify(request: Request, scopes?: string[]): Promise<AccessTokenInfo> {
-    const presented = presentedToken(request.headers.get("authorization"));
+    const presented = presentation(request.headers.get("authorization"), dpop);
     if (presented.kind === "absent") {
       // RFC 6750 §3.1: no error code when the request carried no token at all.
       throw new OAuthError("invalid_token", {
         description: "An access token is required",
-        headers: { "www-authenticate": challenge(undefined, undefined, scopes) },
+        headers: { "www-authenticate": header(undefined, undefined, undefined, scopes) },
       });
     }
-    if (presented.kind === "malformed") throw refuse("invalid_request", "The Authorization header is malformed", scopes);
+    const { scheme } = presented;
+    if (presented.kind === "malformed") throw refuse(new OAuthError("invalid_request", { description: "The Authorization header is malformed" }), scheme, scopes);
     let info: AccessTokenInfo | null;
     try {
       info = await options.verify(presented.token);
@@ -149,15 +164,20 @@ export function protectedResource(options: ProtectedResourceOptions): ProtectedR
       if (cause instanceof OAuthError && cause.status === 503) throw cause;
       throw new OAuthError("temporarily_unavailable", { description: "The token could not be checked", cause });
     }
-    if (info === null) throw refuse("invalid_token", "The access token is invalid or has expired", scopes);
+    if (info === null) throw refuse(new OAuthError("invalid_token", { description: "The access token is invalid or has expired" }), scheme, scopes);
+    try {
+      await checkBinding(presented, info.jkt, request, url.origin, dpop, now());
+    } catch (error) {
+      throw error instanceof OAuthError ? refuse(error, scheme, scopes) : error;
+    }
     // Exact comparison of canonical forms (the server binds tokens to those): no prefix, path case folding or
     // other normalisation, so a sibling resource's token never passes.
     if ((info.aud !== undefined || requireAudience) && !(info.aud ?? []).includes(audience)) {
-      throw refuse("invalid_token", "The access token was not issued for this resource", scopes);
+      throw refuse(new OAuthError("invalid_token", { description: "The access token was not issued for this resource" }), scheme, scopes);
     }
     const granted = info.scope.split(" ");
     if (scopes && !scopes.every((s) => granted.includes(s))) {
-      throw refuse("insufficient_scope", "The access token does not grant the required scope", scopes);
+      throw refuse(new OAuthError("insufficient_scope", { description: "The access token does not grant the required scope" }), scheme, scopes);
     }
     return info;
   }
@@ -247,9 +267,14 @@ export function introspectionTokenVerifier(options: IntrospectionVerifierOptions
     if (response.status !== 200) throw new Error(`Introspection failed with status ${response.status}`);
     const body = await response.json() as Record<string, unknown>;
     // Only access tokens: a refresh token has no token_type (RFC 7662 §2.2), and must never open a resource.
-    if (body.active !== true || typeof body.token_type !== "string" || body.token_type.toLowerCase() !== "bearer") return null;
+    const type = typeof body.token_type === "string" ? body.token_type.toLowerCase() : undefined;
+    if (body.active !== true || (type !== "bearer" && type !== "dpop")) return null;
     if (typeof body.client_id !== "string" || typeof body.scope !== "string" || typeof body.exp !== "number") return null;
+    // RFC 9449 §6.2: a DPoP token names its key; a confirmation this guard cannot check opens nothing.
+    const jkt = confirmedKey(body.cnf);
+    if (jkt === null || (type === "dpop") !== (jkt !== undefined)) return null;
     const info: AccessTokenInfo = { client_id: body.client_id, scope: body.scope, exp: body.exp };
+    if (jkt !== undefined) info.jkt = jkt;
     if (typeof body.sub === "string") info.user_id = body.sub;
     if (typeof body.aud === "string") info.aud = [body.aud];
     else if (Array.isArray(body.aud)) info.aud = body.aud.filter((a): a is string => typeof a === "string");
@@ -257,20 +282,13 @@ export function introspectionTokenVerifier(options: IntrospectionVerifierOptions
   };
 }
 
-/** What {@link localTokenVerifier} needs: the server's `verifyAuthorization`. */
+/** What {@link localTokenVerifier} needs: the server's `tokenInfo`. */
 export interface LocalVerifierSource {
-  /** Verifies an `Authorization` header value; throws `OAuthError` for a refused token. */
-  verifyAuthorization(authorization: string | null): Promise<AccessTokenInfo>;
+  /** What a live access token grants (with its DPoP key), or null; rejects when the store cannot answer. */
+  tokenInfo(token: string): Promise<AccessTokenInfo | null>;
 }
 
 /** A {@link TokenVerifier} for a resource served by the authorization server's own process (and store). */
 export function localTokenVerifier(server: LocalVerifierSource): TokenVerifier {
-  return async (token) => {
-    try {
-      return await server.verifyAuthorization(`Bearer ${token}`);
-    } catch (error) {
-      if (error instanceof OAuthError && error.status < 500) return null;
-      throw error;
-    }
-  };
+  return (token) => server.tokenInfo(token);
 }

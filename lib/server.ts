@@ -15,7 +15,9 @@ import { ENDPOINTS } from "./endpoints/index.ts";
 import { FEATURES } from "./features/index.ts";
 import { type JwtAccessTokens, type SigningKeys, signingKeys } from "./features/jwt_access_tokens.ts";
 import { GRANTS } from "./grants/registry.ts";
-import { audienceRule, GUARD_READS, type ProtectOptions, verifyBearer } from "./guard.ts";
+import type { Dpop } from "./features/dpop.ts";
+import type { ResourceDpop } from "./features/dpop_resource.ts";
+import { audienceRule, GUARD_READS, type ProtectOptions, tokenInfo, verifyToken } from "./guard.ts";
 import { pathOf, remoteAddressOf, respond, targetOf } from "./http.ts";
 import type { AuthorizationServerOptions } from "./options.ts";
 import type { Storage } from "./storage/types.ts";
@@ -42,12 +44,22 @@ export interface AuthorizationServer {
    */
   readonly keys: SigningKeys;
   /**
-   * Verifies the Bearer token of a resource request (RFC 6750). Throws `OAuthError` whose `status` and
-   * `headers` (`WWW-Authenticate`) are what to answer with; {@link AuthorizationServer.protect} does that for you.
+   * Verifies the access token of a resource request: a Bearer token (RFC 6750), or with DPoP on a DPoP-bound
+   * token and the request's proof (RFC 9449 §7). Throws `OAuthError` whose `status` and `headers`
+   * (`WWW-Authenticate`) are what to answer with; {@link AuthorizationServer.protect} does that for you.
    */
   verifyAccessToken(request: Request, requiredScope?: string): Promise<AccessTokenInfo>;
-  /** {@link AuthorizationServer.verifyAccessToken} for a bare `Authorization` header value. */
+  /**
+   * {@link AuthorizationServer.verifyAccessToken} for a bare `Authorization` header value: Bearer tokens only,
+   * since a DPoP-bound token needs its request's proof.
+   */
   verifyAuthorization(authorization: string | null, requiredScope?: string): Promise<AccessTokenInfo>;
+  /**
+   * What a live access token grants, and the DPoP key it is bound to (`jkt`), or null when it is unknown,
+   * expired, revoked or its client paused. No scheme, proof, audience or scope check: for a guard that makes
+   * those itself (`localTokenVerifier` with `protectedResource`). Rejects when the store cannot answer.
+   */
+  tokenInfo(token: string): Promise<AccessTokenInfo | null>;
   /**
    * Wraps a resource handler: it runs only for a valid token with `requiredScope` whose audience fits `options`
    * (by default: a token bound to no resource; with `audience`, also one bound to it; see {@link ProtectOptions}).
@@ -89,7 +101,13 @@ export function createAuthorizationServer(options: AuthorizationServerOptions): 
   const { core, endpoints, hooks, states } = assemble(options, SERVER_TABLES);
   const route = createRouter(core, endpoints, hooks);
   const guard = bindView(core, new Map(), GUARD_READS, []) as never;
-  const verifyAuthorization = (authorization: string | null, requiredScope?: string) => verifyBearer(authorization, requiredScope, guard);
+  const dpopState = states.get("dpop") as Dpop;
+  // DPoP at the server's own APIs when it issues DPoP-bound tokens; proofs are marked used in the shared store.
+  const dpop: ResourceDpop | null = dpopState.enabled
+    ? { required: false, algorithms: dpopState.algorithms, markOnce: (key, expiresAt, now) => core.storage.markOnce(key, expiresAt, now) }
+    : null;
+  const verifyAuthorization = (authorization: string | null, requiredScope?: string) =>
+    verifyToken(authorization, undefined, requiredScope, guard, { dpop });
 
   return {
     issuer: core.issuer,
@@ -98,13 +116,14 @@ export function createAuthorizationServer(options: AuthorizationServerOptions): 
     storage: core.storage,
     keys: signingKeys(states.get("jwt_access_tokens") as JwtAccessTokens),
     verifyAuthorization,
-    verifyAccessToken: (request, requiredScope) => verifyAuthorization(request.headers.get("authorization"), requiredScope),
+    verifyAccessToken: (request, requiredScope) => verifyToken(request.headers.get("authorization"), request, requiredScope, guard, { dpop }),
+    tokenInfo: (token) => tokenInfo(token, guard),
     protect: (requiredScope, handler, options) => {
       const audience = audienceRule(options);
       return async (request) => {
         let token: AccessTokenInfo;
         try {
-          token = await verifyBearer(request.headers.get("authorization"), requiredScope, guard, audience);
+          token = await verifyToken(request.headers.get("authorization"), request, requiredScope, guard, { audience, dpop });
         } catch (error) {
           const where = { endpoint: "resource", method: request.method, path: pathOf(targetOf(request.url)) };
           return respond(request, errorJson(toOAuthError(error, core.onError, where)));

@@ -11,14 +11,16 @@ import type { IssuedTokens } from "./storage/types.ts";
 export interface TokenResponse {
   /** The access token (RFC 6749 §5.1). */
   access_token: string;
-  /** Always `Bearer` (RFC 6750). */
-  token_type: "Bearer";
+  /** `Bearer` (RFC 6750), or `DPoP` for a token bound to the client's key (RFC 9449 §5). */
+  token_type: "Bearer" | "DPoP";
   /** Seconds. */
   expires_in: number;
   /** A refresh token, when the grant issues one. */
   refresh_token?: string;
   /** The granted scope; RFC 6749 §5.1 makes it optional when equal to the request, it is always sent here. */
   scope: string;
+  /** RFC 8693 §2.2.1: the type of the token a token exchange issued. */
+  issued_token_type?: string;
 }
 
 /** What a grant asks to be minted. */
@@ -36,6 +38,10 @@ export interface MintRequest {
   grant_id?: string | undefined;
   /** Expiry of the refresh token to issue, or undefined for none. */
   refresh_expires_at?: number | undefined;
+  /** The DPoP key thumbprint the access token is bound to (RFC 9449 §6): `token_type` DPoP and the record's `jkt`. */
+  jkt?: string | undefined;
+  /** The DPoP key thumbprint the refresh token is bound to (RFC 9449 §5: public clients' refresh tokens). */
+  refresh_jkt?: string | undefined;
   /** When the user authenticated, in seconds; `auth_time` of a JWT access token (RFC 9068 §2.2.1). */
   auth_time?: number | undefined;
   /**
@@ -43,6 +49,8 @@ export interface MintRequest {
    * Opaque tokens ignore them; none may be a claim RFC 9068 §2.2 defines.
    */
   claims?: Readonly<Record<string, unknown>> | undefined;
+  /** The actor of a delegation (RFC 8693 §4.1): the `act` claim of a JWT, kept in the opaque tokens' records. */
+  act?: Record<string, unknown> | undefined;
 }
 
 /**
@@ -57,7 +65,7 @@ export function mintTokens(
 ): { response: TokenResponse; records: IssuedTokens } {
   const response: TokenResponse = {
     access_token: accessToken,
-    token_type: "Bearer",
+    token_type: request.jkt === undefined ? "Bearer" : "DPoP",
     expires_in: Math.floor(accessTokenTtl / 1000),
     scope: request.scope,
   };
@@ -67,6 +75,9 @@ export function mintTokens(
   if (request.user_id !== undefined) records.access.user_id = request.user_id;
   if (request.grant_id !== undefined) records.access.grant_id = request.grant_id;
   if (request.resource !== undefined) records.access.resource = request.resource;
+  if (request.act !== undefined) records.access.act = request.act;
+  if (request.auth_time !== undefined) records.access.auth_time = request.auth_time;
+  if (request.jkt !== undefined) records.access.jkt = request.jkt;
   if (request.refresh_expires_at !== undefined &&
     // Stryker disable next-line ConditionalExpression: every grant that asks for a refresh token passes its grant_id; this narrows the type
     request.grant_id !== undefined) {
@@ -80,9 +91,12 @@ export function mintTokens(
       expires_at: request.refresh_expires_at,
     };
     if (request.user_id !== undefined) records.refresh.user_id = request.user_id;
+    if (request.refresh_jkt !== undefined) records.refresh.jkt = request.refresh_jkt;
     // Stryker disable next-line LogicalOperator: one resource is bound per grant, so a narrowed audience equals the bound one
     const refreshResource = request.refresh_resource ?? request.resource;
     if (refreshResource !== undefined) records.refresh.resource = refreshResource;
+    if (request.act !== undefined) records.refresh.act = request.act;
+    if (request.auth_time !== undefined) records.refresh.auth_time = request.auth_time;
   }
   return { response, records };
 }

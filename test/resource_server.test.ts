@@ -7,6 +7,8 @@ import { ISSUER } from "./helpers.ts";
 import { codeFlow, MCP, mcpFixture, OTHER_RESOURCE } from "./mcp_helpers.ts";
 
 const RS_SECRET = "resource-server-secret-0123456789";
+/** The DPoP challenge beside the Bearer one (RFC 9449 §7.1): every resource takes DPoP-bound tokens by default. */
+const dpopChallenge = (metadataUrl: string) => `DPoP resource_metadata="${metadataUrl}", algs="ES256 ES384 EdDSA Ed25519 RS256 PS256"`;
 
 async function setup() {
   const f = await mcpFixture();
@@ -37,6 +39,7 @@ describe("metadata (RFC 9728)", () => {
       expect(await response.json()).toEqual({
         resource: MCP, authorization_servers: [ISSUER], bearer_methods_supported: ["header"],
         scopes_supported: ["read", "write"], resource_name: "Notes MCP",
+        dpop_signing_alg_values_supported: ["ES256", "ES384", "EdDSA", "Ed25519", "RS256", "PS256"],
       });
       expect(response.headers.get("access-control-allow-origin")).toBe("*");
     }
@@ -54,7 +57,7 @@ describe.each(["local", "remote"] as const)("the guard, %s", (kind) => {
     const response = await call(f[kind].protect(["read"], () => new Response("ok")));
     expect(response.status).toBe(401);
     const challenge = response.headers.get("www-authenticate")!;
-    expect(challenge).toBe(`Bearer resource_metadata="${f.local.metadataUrl}", scope="read"`);
+    expect(challenge).toBe(`Bearer resource_metadata="${f.local.metadataUrl}", scope="read", ${dpopChallenge(f.local.metadataUrl)}`);
     expect(response.headers.get("access-control-expose-headers")).toContain("WWW-Authenticate");
   });
 
@@ -129,7 +132,7 @@ describe("a resource that fits MCP 2026-07-28", () => {
       .toThrow(/offline_access/);
     const guard = protectedResource({ resource: MCP, authorizationServers: [ISSUER], verify: localTokenVerifier(f.server), scopesSupported: ["read"] });
     const response = await call(guard.protect(["read", "offline_access"], () => new Response("ok")));
-    expect(response.headers.get("www-authenticate")).toBe(`Bearer resource_metadata="${guard.metadataUrl}", scope="read"`);
+    expect(response.headers.get("www-authenticate")).toBe(`Bearer resource_metadata="${guard.metadataUrl}", scope="read", ${dpopChallenge(guard.metadataUrl)}`);
   });
 
   test("an upper-case scheme or host in the resource still takes the token bound to its canonical form", async () => {
@@ -151,7 +154,8 @@ describe("a resource that fits MCP 2026-07-28", () => {
     const refused = await send("write");
     expect(refused.status).toBe(403);
     expect(refused.headers.get("www-authenticate")).toBe(
-      `Bearer resource_metadata="${f.local.metadataUrl}", error="insufficient_scope", error_description="The access token does not grant the required scope", scope="read write"`,
+      `Bearer resource_metadata="${f.local.metadataUrl}", error="insufficient_scope", error_description="The access token does not grant the required scope", scope="read write", ` +
+        dpopChallenge(f.local.metadataUrl),
     );
   });
 

@@ -17,6 +17,7 @@ import type { View } from "../core/view.ts";
 import { randomToken } from "../crypto.ts";
 import { OAuthError } from "../errors.ts";
 import { clientMetadataDocumentsFeature, findClient } from "../features/client_metadata_documents.ts";
+import { dpop } from "../features/dpop.ts";
 import { offlineAccess } from "../features/offline_access.ts";
 import { profile } from "../features/profile.ts";
 import { requestedResource, resourceIndicators } from "../features/resource_indicators.ts";
@@ -43,10 +44,15 @@ interface AuthorizationRequest {
   resource: string[] | undefined;
   /** OpenID Connect Core §3.1.2.1 `prompt` values. */
   prompt: readonly PromptValue[];
+  /** RFC 9449 §10: the thumbprint of the DPoP key the code is bound to. */
+  dpop_jkt: string | undefined;
 }
 
+/** A JWK SHA-256 thumbprint (RFC 7638), as `dpop_jkt` carries it: 43 base64url characters. */
+const THUMBPRINT = /^[A-Za-z0-9_-]{43}$/;
+
 const READS = ["clock", "storage", "scopes", "defaultScope", "authenticateUser", "csrfKey", "codeTtl", "issuer", "admission", "formLimits"] as const;
-const USES = [profile, resourceIndicators, clientMetadataDocumentsFeature, offlineAccess] as const;
+const USES = [profile, resourceIndicators, clientMetadataDocumentsFeature, offlineAccess, dpop] as const;
 type AuthorizeView = View<(typeof READS)[number], typeof USES>;
 
 /** The authorization endpoint: GET shows login or consent; the login and consent forms POST back here. */
@@ -95,7 +101,7 @@ async function authorize(exchange: Exchange, context: AuthorizeView): Promise<Re
   // Every parameter of the request; null for an absent one, which no string value can imitate.
   const bound = [
     user.id, client.client_id, redirect_uri, scope, authorization.code_challenge ?? null, state ?? null,
-    authorization.resource ?? null,
+    authorization.resource ?? null, authorization.dpop_jkt ?? null,
   ];
   const now = context.clock();
   const decision = form?.get("decision");
@@ -173,6 +179,7 @@ async function issueCode(
     ...(authorization.code_challenge === undefined ? {} : { code_challenge: authorization.code_challenge }),
     // Stryker disable next-line ConditionalExpression: `false` stores `resource: undefined`, which the grant and stores read as no resource (`=== undefined`) (equivalent); `true` drops the audience, killed by test/resource_indicators.test.ts
     ...(authorization.resource === undefined ? {} : { resource: authorization.resource }),
+    ...(authorization.dpop_jkt === undefined ? {} : { dpop_jkt: authorization.dpop_jkt }),
     expires_at: now + context.codeTtl,
   }, OUTSTANDING_CODES);
   return { code, grantId };
@@ -248,5 +255,8 @@ async function validateRequest(exchange: Exchange, context: AuthorizeView): Prom
     if (method !== "S256") throw fail("invalid_request", "code_challenge_method must be S256");
     if (!CODE_CHALLENGE.test(challenge)) throw fail("invalid_request", "The code_challenge is malformed");
   }
-  return { client, redirect_uri: redirectUri, scope, state, code_challenge: challenge, resource, prompt };
+  // RFC 9449 §10: ignored where DPoP is off, as by any server that does not know it.
+  const dpopJkt = context.features.dpop.enabled ? params.get("dpop_jkt") : undefined;
+  if (dpopJkt !== undefined && !THUMBPRINT.test(dpopJkt)) throw fail("invalid_request", "The dpop_jkt is not a JWK SHA-256 thumbprint");
+  return { client, redirect_uri: redirectUri, scope, state, code_challenge: challenge, resource, prompt, dpop_jkt: dpopJkt };
 }

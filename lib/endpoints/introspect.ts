@@ -44,12 +44,16 @@ export const introspectEndpoint: Endpoint = defineEndpoint({
         scope: record.scope,
         client_id: record.client_id,
         ...(record.user_id === undefined ? {} : { sub: record.user_id }),
-        // RFC 7662 §2.2: token_type is an access token type (RFC 6749 §7.1); a refresh token has none.
-        ...(found.kind === "access_token" ? { token_type: "Bearer" } : {}),
+        // RFC 7662 §2.2: token_type is an access token type (RFC 6749 §7.1); a refresh token has none. A token
+        // bound to a DPoP key says so, and names the key (RFC 9449 §6.2).
+        ...(found.kind === "access_token" ? { token_type: record.jkt === undefined ? "Bearer" : "DPoP" } : {}),
         exp: Math.floor(record.expires_at / 1000),
         // RFC 7662 §2.2, RFC 8707: the audience, a string when there is one.
         ...(record.resource === undefined ? {} : { aud: record.resource.length === 1 ? record.resource[0] : record.resource }),
         iss: view.issuer,
+        // RFC 8693 §4.1, §2.2: the actor of a delegation, as in the JWT.
+        ...(record.act === undefined ? {} : { act: record.act }),
+        ...(found.kind === "access_token" && record.jkt !== undefined ? { cnf: { jkt: record.jkt } } : {}),
       });
     },
   },

@@ -6,6 +6,7 @@
 import { AUTHENTICATION_READS, authenticateClient, clientAuthFailed } from "../client_auth/authenticate.ts";
 import { defineEndpoint, type Endpoint } from "../core/endpoint.ts";
 import { OAuthError } from "../errors.ts";
+import { checkTokenProof, dpop } from "../features/dpop.ts";
 import { jsonTextResponse, printable } from "../http.ts";
 import { tokenResponseJson } from "../tokens.ts";
 
@@ -16,6 +17,7 @@ export const tokenEndpoint: Endpoint = defineEndpoint({
   page: false,
   cors: true,
   reads: [...AUTHENTICATION_READS, "grants"],
+  uses: [dpop],
   methods: {
     async POST(exchange, view) {
       const form = await exchange.form();
@@ -34,7 +36,10 @@ export const tokenEndpoint: Endpoint = defineEndpoint({
       if (!client.grant_types.includes(grantType)) {
         throw new OAuthError("unauthorized_client", { description: "The client may not use this grant type" });
       }
-      return jsonTextResponse(200, tokenResponseJson(await bound.exchange(exchange, form, client)));
+      // RFC 9449 §5: the proof is checked before the grant spends anything, so a retry with a nonce finds the
+      // code or refresh token as it was.
+      const headers = await checkTokenProof(exchange, view.features.dpop, client, view);
+      return jsonTextResponse(200, tokenResponseJson(await bound.exchange(exchange, form, client)), headers);
     },
   },
 });

@@ -17,8 +17,8 @@ export interface CorsPolicy {
   origins: "*" | ReadonlySet<string>;
 }
 
-/** Headers a browser client sends beyond the CORS-safelisted ones (MCP clients add `MCP-Protocol-Version`). */
-const ALLOWED_HEADERS = "authorization, content-type, accept, mcp-protocol-version";
+/** Headers a browser client sends beyond the CORS-safelisted ones (MCP clients add `MCP-Protocol-Version`, DPoP clients `DPoP`). */
+const ALLOWED_HEADERS = "authorization, content-type, accept, mcp-protocol-version, dpop";
 
 /** The options this feature adds. */
 export interface CorsOptions {

@@ -11,7 +11,11 @@ import type { FeatureOptions } from "../core/feature.ts";
 import { type ClientMetadataDocumentFeatureOptions, clientMetadataDocumentsFeature } from "./client_metadata_documents.ts";
 import { cors, type CorsOptions } from "./cors.ts";
 import { deviceAuthorization, type DeviceAuthorizationFeatureOptions } from "./device_authorization.ts";
+import { dpop, type DpopFeatureOptions } from "./dpop.ts";
 import { type JwtAccessTokenOptions, jwtAccessTokens } from "./jwt_access_tokens.ts";
+import { type JwtBearerOptions, jwtBearer } from "./jwt_bearer.ts";
+import { type KeySetOptions, keySetsFeature } from "./private_key_jwt.ts";
+import { tokenExchange, type TokenExchangeFeatureOptions } from "./token_exchange.ts";
 import { offlineAccess, type OfflineAccessOptions } from "./offline_access.ts";
 import { profile, type ProfileOptions } from "./profile.ts";
 import { refreshGrace, type RefreshGraceOptions } from "./refresh_grace.ts";
@@ -28,6 +32,10 @@ export const FEATURES: readonly [
   typeof cors,
   typeof offlineAccess,
   typeof jwtAccessTokens,
+  typeof keySetsFeature,
+  typeof jwtBearer,
+  typeof tokenExchange,
+  typeof dpop,
   typeof deviceAuthorization,
 ] = [
   profile,
@@ -38,6 +46,10 @@ export const FEATURES: readonly [
   cors,
   offlineAccess,
   jwtAccessTokens,
+  keySetsFeature,
+  jwtBearer,
+  tokenExchange,
+  dpop,
   deviceAuthorization,
 ];
 
@@ -51,6 +63,10 @@ export type FeaturesOptions =
   & CorsOptions
   & OfflineAccessOptions
   & JwtAccessTokenOptions
+  & KeySetOptions
+  & JwtBearerOptions
+  & TokenExchangeFeatureOptions
+  & DpopFeatureOptions
   & DeviceAuthorizationFeatureOptions;
 
 // Fails to compile when a feature of FEATURES is missing from FeaturesOptions, or the other way round.

@@ -6,6 +6,7 @@
 import { defineGrant, type Grant } from "../core/grant.ts";
 import { jwtAccessTokens } from "../features/jwt_access_tokens.ts";
 import { OAuthError } from "../errors.ts";
+import { checkBoundKey, dpopKey } from "../features/dpop.ts";
 import { offlineAccess } from "../features/offline_access.ts";
 import { narrowedResource, resourceIndicators } from "../features/resource_indicators.ts";
 import { CODE_VERIFIER, verifyPkce } from "../pkce.ts";
@@ -48,6 +49,8 @@ export const authorizationCode: Grant = defineGrant({
     if (!record) throw invalidGrant("The authorization code is invalid or has expired");
     // The client check comes first: another client's try must neither work nor have any effect.
     if (record.client_id !== client.client_id) throw invalidGrant("The authorization code was issued to another client");
+    // RFC 9449 §10: a code requested with dpop_jkt goes only to that key; a thief without it changes nothing.
+    checkBoundKey(exchange, record.dpop_jkt, "authorization code");
     if (record.redeemed_at !== undefined) {
       // RFC 6749 §4.1.2 and RFC 9700 §4.5: a replayed code revokes every token issued from it, but only when the
       // code's own client proves itself (its secret, or the code's PKCE verifier). Else a leaked, spent code
@@ -87,6 +90,7 @@ export const authorizationCode: Grant = defineGrant({
       refresh_resource: record.resource,
       grant_id: record.grant_id,
       refresh_expires_at: refresh ? now + context.refreshTokenTtl : undefined,
+      jkt: dpopKey(exchange),
     }, client, context, now);
     // The one atomic step: whoever loses a concurrent redemption is treated as a replay.
     if (!(await storage.redeemCode(hash, records, now))) {

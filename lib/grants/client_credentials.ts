@@ -4,6 +4,7 @@
  * @module
  */
 import { defineGrant, type Grant } from "../core/grant.ts";
+import { dpopKey } from "../features/dpop.ts";
 import { jwtAccessTokens } from "../features/jwt_access_tokens.ts";
 import { offlineAccess } from "../features/offline_access.ts";
 import { profile } from "../features/profile.ts";
@@ -16,7 +17,7 @@ import { newGrantId } from "../tokens.ts";
 export const clientCredentials: Grant = defineGrant({
   reads: ["clock", "storage", "accessTokenTtl", "refreshTokenTtl", "scopes"],
   uses: [profile, resourceIndicators, offlineAccess, jwtAccessTokens],
-  clientFields: ["client_id", "scopes", "default_scope", "grant_types", "client_credentials_refresh_token", "metadata"],
+  clientFields: ["client_id", "type", "scopes", "default_scope", "grant_types", "client_credentials_refresh_token", "metadata"],
   confidentialOnly: true,
   async exchange(exchange, form, client, context) {
     // Under the multiple policy a request is narrowed to the client's scopes, as at /authorize (RFC 6749 §3.3).
@@ -36,6 +37,7 @@ export const clientCredentials: Grant = defineGrant({
       resource,
       grant_id: refresh ? newGrantId() : undefined,
       refresh_expires_at: refresh ? now + context.refreshTokenTtl : undefined,
+      jkt: dpopKey(exchange),
     }, client, context, now);
     await context.storage.saveTokens(records, now);
     exchange.emit({ type: "token.issued", client_id: client.client_id, grant_id: records.refresh?.grant_id });

@@ -7,6 +7,7 @@
  */
 import { defineGrant, type Grant } from "../core/grant.ts";
 import { OAuthError } from "../errors.ts";
+import { dpopKey } from "../features/dpop.ts";
 import { jwtAccessTokens } from "../features/jwt_access_tokens.ts";
 import { offlineAccess } from "../features/offline_access.ts";
 import { issueTokens } from "../issue_tokens.ts";
@@ -24,7 +25,7 @@ const polling = (code: "authorization_pending" | "slow_down" | "access_denied" |
 export const deviceCode: Grant = defineGrant({
   reads: ["clock", "storage", "accessTokenTtl", "refreshTokenTtl"],
   uses: [offlineAccess, jwtAccessTokens],
-  clientFields: ["client_id", "grant_types", "scopes", "metadata"],
+  clientFields: ["client_id", "type", "grant_types", "scopes", "metadata"],
   confidentialOnly: false,
   userApproved: true,
   async exchange(exchange, form, client, context) {
@@ -57,6 +58,8 @@ export const deviceCode: Grant = defineGrant({
       grant_id: record.grant_id,
       refresh_expires_at: refresh ? now + context.refreshTokenTtl : undefined,
       auth_time: record.auth_time,
+      // A DPoP proof on the poll binds the tokens to its key (RFC 9449), as for every grant.
+      jkt: dpopKey(exchange),
     }, client, context, now);
     // The one atomic step: of two polls that both saw it approved, one gets the tokens.
     if (!(await storage.redeemDeviceAuthorization(hash, records, now))) {

@@ -6,6 +6,7 @@
 import { defineGrant, type Grant } from "../core/grant.ts";
 import { jwtAccessTokens } from "../features/jwt_access_tokens.ts";
 import { OAuthError } from "../errors.ts";
+import { checkBoundKey, dpopKey } from "../features/dpop.ts";
 import { offlineAccess } from "../features/offline_access.ts";
 import { profile } from "../features/profile.ts";
 import { refreshGrace } from "../features/refresh_grace.ts";
@@ -20,7 +21,7 @@ const invalidGrant = (description: string) => new OAuthError("invalid_grant", { 
 export const refreshToken: Grant = defineGrant({
   reads: ["clock", "storage", "accessTokenTtl"],
   uses: [profile, refreshGrace, resourceIndicators, offlineAccess, jwtAccessTokens],
-  clientFields: ["client_id", "scopes", "grant_types", "metadata"],
+  clientFields: ["client_id", "type", "scopes", "grant_types", "metadata"],
   confidentialOnly: false,
   userApproved: true,
   async exchange(exchange, form, client, context) {
@@ -34,6 +35,9 @@ export const refreshToken: Grant = defineGrant({
     const record = await storage.findRefreshToken(hash, now);
     if (!record) throw invalidGrant("The refresh token is invalid, expired or revoked");
     if (record.client_id !== client.client_id) throw invalidGrant("The refresh token was issued to another client");
+    // RFC 9449 §5: a bound refresh token works only with its key. Checked before reuse is judged, so a thief
+    // without the key cannot revoke the grant by replaying it.
+    checkBoundKey(exchange, record.jkt, "refresh token");
     // Inside the grace window the store decides whether this is the immediate predecessor's one retry.
     const graceMs = context.features.refresh_grace?.ms ?? 0;
     if (record.rotated_at !== undefined && !(graceMs > 0 && now - record.rotated_at < graceMs)) {
@@ -61,6 +65,7 @@ export const refreshToken: Grant = defineGrant({
       grant_id: record.grant_id,
       // The grant's lifetime is fixed at authorization: rotation does not extend it.
       refresh_expires_at: record.expires_at,
+      jkt: dpopKey(exchange),
     }, client, context, now);
     if (!(await storage.rotateRefreshToken(hash, records, now, graceMs))) {
       await storage.revokeGrant(record.grant_id);

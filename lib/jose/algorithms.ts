@@ -8,7 +8,7 @@
 import { JoseError } from "./errors.ts";
 
 /** An `alg` this core signs and verifies. */
-export type JwsAlgorithm = "ES256" | "ES384" | "EdDSA" | "RS256" | "PS256";
+export type JwsAlgorithm = "ES256" | "ES384" | "EdDSA" | "Ed25519" | "RS256" | "PS256";
 
 /** What an `alg` needs: its key type and curve, WebCrypto's names for the key and the operation. */
 export interface AlgorithmEntry {
@@ -53,6 +53,8 @@ const TABLE: Readonly<Record<JwsAlgorithm, AlgorithmEntry>> = {
   },
   // RFC 8037 §3.1: EdDSA over Ed25519 only (Ed448 is not in WebCrypto everywhere).
   EdDSA: { kty: "OKP", crv: "Ed25519", key: { name: "Ed25519" }, operation: { name: "Ed25519" }, signatureLength: 64 },
+  // RFC 9864 §2.2: the fully-specified name of the same algorithm, which newer clients (oauth4webapi) sign with.
+  Ed25519: { kty: "OKP", crv: "Ed25519", key: { name: "Ed25519" }, operation: { name: "Ed25519" }, signatureLength: 64 },
   // RFC 7518 §3.3 and §3.5: keys of 2048 bits or more.
   RS256: { kty: "RSA", key: { name: "RSASSA-PKCS1-v1_5", hash: "SHA-256" }, operation: { name: "RSASSA-PKCS1-v1_5" } },
   // RFC 7518 §3.5: MGF1 with the same hash, a salt as long as the hash.

@@ -137,6 +137,8 @@ export async function createReferenceApp(options: ReferenceAppOptions): Promise<
     },
     ...(config.body_timeout_seconds === undefined ? {} : { limits: { bodyTimeout: config.body_timeout_seconds * 1000 } }),
     authenticateUser: login,
+    // Identity assertions (ID-JAG) of trusted issuers: the user whose configured email the assertion names.
+    linkUser: linkByEmail(config.users),
   });
   // Signing keys: a runtime without the algorithm, or a secret that does not open the stored keys, stops the start.
   await server.keys.ready();
@@ -153,7 +155,7 @@ export async function createReferenceApp(options: ReferenceAppOptions): Promise<
     issuer: server.issuer,
     ...(config.trust_proxy ? { clientAddress: trustedProxies(config.trust_proxy) } : {}),
   });
-  const sampleApi = sampleResource(server, config, options.onError);
+  const sampleApi = sampleResource(server, config, options.onError, clock);
   /** A page's failure (the store down or slow) as the router renders one: reported, then an error page. */
   const page = async (request: Request, endpoint: string, handler: () => Promise<Response>): Promise<Response> => {
     try {
@@ -205,11 +207,13 @@ const SAMPLE_SCOPES = ["reports.read", "reports.write"];
  * and 401/403 challenges that point at it. `GET /api/reports` needs `reports.read`, `POST /api/reports`
  * `reports.write` (it stores nothing), `GET /api/me` any valid token. A token bound to another resource (an
  * MCP server's) is refused; a token bound to none is taken, because the spec's clients never send `resource`.
+ * A DPoP-bound token is taken with the DPoP scheme and its proof, never as a Bearer token.
  */
 function sampleResource(
   server: AuthorizationServer,
   config: ReferenceConfig,
   onError: ReferenceAppOptions["onError"],
+  clock: () => number,
 ): { resource: ProtectedResource; routes: Map<string, Map<string, (request: Request) => Promise<Response>>> } {
   const known = new Set(config.scopes.map((s) => s.name));
   const scopes = SAMPLE_SCOPES.filter((s) => known.has(s));
@@ -220,6 +224,9 @@ function sampleResource(
     ...(scopes.length > 0 ? { scopesSupported: scopes } : {}),
     resourceName: "Sample reports API",
     requireAudience: false,
+    // DPoP-bound tokens with their proofs (RFC 9449 §7), each proof used once across every instance of the store.
+    dpop: { replay: server.storage },
+    now: clock,
     ...(onError ? { onError } : {}),
   });
   const json = (status: number, body: unknown) => (request: Request) => respond(request, jsonResponse(status, body));
@@ -276,6 +283,15 @@ function schedulePurge(
   }, interval);
   (timer as { unref?: () => void }).unref?.();
   return timer;
+}
+
+/**
+ * Links an identity assertion to the user whose `email` it names, compared without case (the draft §3 recommends
+ * the claim for subject resolution). An address the issuer marks unverified never reaches here.
+ */
+function linkByEmail(users: readonly ConfigUser[]): (identity: { email?: string }) => string | null {
+  const byEmail = new Map(users.flatMap((u) => (u.email === undefined ? [] : [[u.email.toLowerCase(), u.username] as const])));
+  return (identity) => (identity.email === undefined ? null : byEmail.get(identity.email.toLowerCase()) ?? null);
 }
 
 function landing(server: AuthorizationServer): ResponseParts {

@@ -407,6 +407,56 @@ export function storageContract(makeStore: () => Storage | Promise<Storage>, opt
       await store.saveCode(plain);
       assert(!("resource" in (await store.findCode(plain.hash, T0))!), "no resource stays absent");
     }),
+    check("optional fields: jkt, act and auth_time round-trip on tokens (issue, redemption, rotation), dpop_jkt and auth_time on codes; absent stays absent", async (store) => {
+      // A store that drops `jkt` turns a DPoP-bound token (RFC 9449 §6) into a bearer token.
+      const bound = (t: IssuedTokens, tag: string): IssuedTokens => {
+        const fields = { jkt: `jkt-${tag}-0123456789abcdefghijklmnopqrstuv`, act: { sub: `agent-${tag}`, act: { sub: "origin" } }, auth_time: 1_700_000_000 };
+        Object.assign(t.access, fields);
+        if (t.refresh) Object.assign(t.refresh, { ...fields, act: { sub: `agent-${tag}` }, auth_time: 1_700_000_001 });
+        return t;
+      };
+      const same = (got: object | null | undefined, want: object, what: string): void => {
+        for (const field of ["jkt", "act", "auth_time"]) {
+          const [a, b] = [JSON.stringify((got as Record<string, unknown> | null)?.[field]), JSON.stringify((want as Record<string, unknown>)[field])];
+          assert(a === b, `${what} keeps ${field} (got ${a}, want ${b})`);
+        }
+      };
+      const none = (got: object | null, what: string, fields: string[]): void => {
+        assert(got, `${what} is found`);
+        for (const field of fields) assert(!(field in got), `${what} without ${field} has no ${field} member`);
+      };
+      const grant = id("grant");
+      const c: CodeRecord = { ...code(grant), dpop_jkt: "code-jkt-0123456789abcdefghijklmnopqrstuvwx", auth_time: 1_700_000_002 };
+      await store.saveCode(c);
+      const found = await store.findCode(c.hash, T0);
+      assert(found?.dpop_jkt === c.dpop_jkt && found?.auth_time === c.auth_time, "findCode keeps dpop_jkt and auth_time");
+      const redeemed = bound(tokens(grant, true), "redeem");
+      const won = await store.redeemCode(c.hash, redeemed, T0);
+      assert(won?.dpop_jkt === c.dpop_jkt && won?.auth_time === c.auth_time, "redeemCode returns dpop_jkt and auth_time");
+      same(await store.findAccessToken(redeemed.access.hash, T0), redeemed.access, "a redeemed access token");
+      same(await store.findRefreshToken(redeemed.refresh!.hash, T0), redeemed.refresh!, "a redeemed refresh token");
+      const rotated = bound(tokens(grant, true), "rotate");
+      same(await store.rotateRefreshToken(redeemed.refresh!.hash, rotated, T0 + 1000), redeemed.refresh!, "the rotated token returned");
+      same(await store.findAccessToken(rotated.access.hash, T0), rotated.access, "a rotation's access token");
+      same(await store.findRefreshToken(rotated.refresh!.hash, T0), rotated.refresh!, "a rotation's refresh token");
+      const alone = bound(tokens(undefined, false), "alone");
+      await store.saveTokens(alone, T0);
+      same(await store.findAccessToken(alone.access.hash, T0), alone.access, "a saved access token without a grant");
+      const saved = bound(tokens(id("grant"), true), "saved");
+      await store.saveTokens(saved, T0);
+      same(await store.findAccessToken(saved.access.hash, T0), saved.access, "a saved access token");
+      same(await store.findRefreshToken(saved.refresh!.hash, T0), saved.refresh!, "a saved refresh token");
+      const plainGrant = id("grant");
+      const plainCode = code(plainGrant);
+      await store.saveCode(plainCode);
+      none(await store.findCode(plainCode.hash, T0), "a code", ["dpop_jkt", "auth_time"]);
+      const plain = tokens(plainGrant, true);
+      none(await store.redeemCode(plainCode.hash, plain, T0), "a redeemed code", ["dpop_jkt", "auth_time"]);
+      none(await store.findAccessToken(plain.access.hash, T0), "an access token", ["jkt", "act", "auth_time"]);
+      const next = tokens(plainGrant, true);
+      none(await store.rotateRefreshToken(plain.refresh!.hash, next, T0 + 1000), "a rotated refresh token", ["jkt", "act", "auth_time"]);
+      none(await store.findRefreshToken(next.refresh!.hash, T0), "a refresh token", ["jkt", "act", "auth_time"]);
+    }),
     check("grants: a redemption creates a listed grant; rotation touches it; expiry and revocation unlist it", async (store) => {
       const user = id("user");
       const grant = id("grant");
@@ -494,6 +544,19 @@ export function storageContract(makeStore: () => Storage | Promise<Storage>, opt
       assert((await store.isMarked(id("once"), T0)) === false, "an unknown key is not marked");
       assert((await store.markOnce(key, T0 + 120_000, T0 + 60_000)) === true, "an expired mark can be set again");
       assert((await store.markOnce(key, T0 + 180_000, T0 + 61_000)) === false, "and is then live again");
+    }),
+    // The server spends assertion jtis (private_key_jwt, ID-JAG) and DPoP proof jtis with markOnce: a key of a fixed
+    // prefix and a hash, marked until the assertion's exp.
+    check(`marks as a jti store: ${n} concurrent spends of one jti have one winner; a jti is spent until exp, per prefix`, async (store) => {
+      const exp = T0 + 330_000;
+      const hash = id("h").replace(/[^A-Za-z0-9]/g, "_").padEnd(43, "-");
+      const key = (use: string) => `jti:${use}:${hash}`;
+      const results = await Promise.all(Array.from({ length: n }, () => store.markOnce(key("client_assertion"), exp, T0)));
+      assert(winnersOf(results).length === 1, `exactly one spend of a jti wins (got ${winnersOf(results).length})`);
+      assert((await store.markOnce(key("id_jag"), exp, T0)) === true, "the same hash under another prefix is another jti");
+      assert((await store.markOnce(key("client_assertion"), exp, exp - 1)) === false, "a jti stays spent until its exp");
+      assert((await store.isMarked(key("client_assertion"), exp)) === false, "and no longer at its exp");
+      assert((await store.markOnce(key("client_assertion"), exp + 330_000, exp)) === true, "once expired, the mark may be set again");
     }),
     check(`settings: ${n} concurrent initSetting calls all get the first value`, async (store) => {
       const name = id("setting");

@@ -68,9 +68,11 @@ export function sqlStorage(options: SqlStorageOptions): SqlStorage {
   return new SqlStorage(options);
 }
 
-const CODE_COLUMNS = "hash, grant_id, client_id, user_id, redirect_uri, scope, code_challenge, resource, expires_at, redeemed_at";
-const ACCESS_COLUMNS = "hash, client_id, user_id, scope, resource, grant_id, expires_at";
-const REFRESH_COLUMNS = "hash, grant_id, client_id, user_id, scope, resource, expires_at, rotated_at, replaced_by";
+const CODE_COLUMNS =
+  "hash, grant_id, client_id, user_id, redirect_uri, scope, code_challenge, resource, expires_at, redeemed_at, dpop_jkt, auth_time";
+// jkt, act and auth_time: migration 4. A DPoP-bound token that lost its jkt would pass as a bearer token.
+const ACCESS_COLUMNS = "hash, client_id, user_id, scope, resource, grant_id, expires_at, jkt, act, auth_time";
+const REFRESH_COLUMNS = "hash, grant_id, client_id, user_id, scope, resource, expires_at, rotated_at, replaced_by, jkt, act, auth_time";
 const DEVICE_COLUMNS = "hash, user_code, client_id, scope, resource, grant_id, created_at, codes_expire_at, expires_at, " +
   "interval_ms, last_polled_at, slowed, status, user_id, auth_time";
 const GRANT_COLUMNS = "grant_id, client_id, user_id, scope, resource, created_at, last_used_at, expires_at";
@@ -105,13 +107,14 @@ class Params {
     this.values.push(value ?? null);
     return this.pg ? `$${this.values.length}::bigint` : `?${this.values.length}`;
   }
-  json(value: unknown[] | undefined): string {
+  json(value: unknown[] | Record<string, unknown> | undefined): string {
     return this.text(value === undefined ? null : JSON.stringify(value));
   }
 }
 
 const num = (value: unknown): number => Number(value);
 const jsonArray = (value: unknown): string[] => JSON.parse(String(value)) as string[];
+const jsonObject = (value: unknown): Record<string, unknown> => JSON.parse(String(value)) as Record<string, unknown>;
 
 /**
  * A record from a row: its required fields, then each optional column that holds a value, mapped. An empty
@@ -134,7 +137,7 @@ function codeRecord(row: SqlRow): CodeRecord {
     redirect_uri: String(row.redirect_uri),
     scope: String(row.scope),
     expires_at: num(row.expires_at),
-  }, row, { code_challenge: String, resource: jsonArray, redeemed_at: num });
+  }, row, { code_challenge: String, resource: jsonArray, redeemed_at: num, dpop_jkt: String, auth_time: num });
 }
 
 function accessRecord(row: SqlRow): AccessTokenRecord {
@@ -143,7 +146,7 @@ function accessRecord(row: SqlRow): AccessTokenRecord {
     client_id: String(row.client_id),
     scope: String(row.scope),
     expires_at: num(row.expires_at),
-  }, row, { user_id: String, resource: jsonArray, grant_id: String });
+  }, row, { user_id: String, resource: jsonArray, grant_id: String, jkt: String, act: jsonObject, auth_time: num });
 }
 
 function refreshRecord(row: SqlRow): RefreshTokenRecord {
@@ -153,7 +156,9 @@ function refreshRecord(row: SqlRow): RefreshTokenRecord {
     client_id: String(row.client_id),
     scope: String(row.scope),
     expires_at: num(row.expires_at),
-  }, row, { user_id: String, resource: jsonArray, rotated_at: num, replaced_by: String });
+  }, row, {
+    user_id: String, resource: jsonArray, rotated_at: num, replaced_by: String, jkt: String, act: jsonObject, auth_time: num,
+  });
 }
 
 function grantRecord(row: SqlRow): GrantRecord {
@@ -187,6 +192,10 @@ function clientRecord(row: SqlRow): ClientRecord {
   client.active = num(row.active) === 1;
   return fromRow(client, row, { last_used_at: num });
 }
+
+/** The optional token fields every store keeps (jkt, act, auth_time), as parameters in column order. */
+const carried = (p: Params, token: AccessTokenRecord | RefreshTokenRecord | undefined): string[] =>
+  [p.text(token?.jkt), p.json(token?.act), p.int(token?.auth_time)];
 
 const json = (value: unknown[] | undefined): string | undefined => (value === undefined ? undefined : JSON.stringify(value));
 
@@ -372,7 +381,7 @@ export class SqlStorage implements Storage {
       `INSERT INTO oauth_codes (${CODE_COLUMNS})
        SELECT ${hash}, ${grant}, ${p.text(code.client_id)}, ${p.text(code.user_id)}, ${p.text(code.redirect_uri)},
          ${p.text(code.scope)}, ${p.text(code.code_challenge)}, ${p.json(code.resource)}, ${p.int(code.expires_at)},
-         ${p.int(code.redeemed_at)}
+         ${p.int(code.redeemed_at)}, ${p.text(code.dpop_jkt)}, ${p.int(code.auth_time)}
        WHERE NOT EXISTS (SELECT 1 FROM oauth_grants WHERE grant_id = ${grant} AND revoked_at IS NOT NULL)`,
       p.values,
     );
@@ -432,13 +441,13 @@ export class SqlStorage implements Storage {
     return rows[0];
   }
 
-  /** One statement (the `oauth_redeem` trigger, migration 3) marks the code and stores the winner's tokens. */
+  /** One statement (the `oauth_redeem` trigger, migrations 3 and 4) marks the code and stores the winner's tokens. */
   private async redeemSqlite(hash: string, tokens: IssuedTokens, now: number): Promise<SqlRow | undefined> {
     return await this.exchangeSqlite("oauth_redeem", "code", hash, null, tokens, now, "oauth_codes", CODE_COLUMNS);
   }
 
   /**
-   * SQLite's redemption or rotation: one INSERT into a carrier table whose trigger (migration 3) stores the
+   * SQLite's redemption or rotation: one INSERT into a carrier table whose trigger (migrations 3 and 4) stores the
    * grant and tokens only for the winner and then marks the code or token; then one read of the row and of
    * whether this caller's access token was stored (it was only if this caller won).
    */
@@ -451,13 +460,14 @@ export class SqlStorage implements Storage {
     const values = [
       p.text(key), p.int(grace), p.int(now), p.int(latestExpiry(tokens)),
       p.text(a.hash), p.text(a.client_id), p.text(a.user_id), p.text(a.scope), p.json(a.resource), p.text(a.grant_id),
-      p.int(a.expires_at),
+      p.int(a.expires_at), ...carried(p, a),
       p.text(r?.hash), p.text(r?.grant_id), p.text(r?.client_id), p.text(r?.user_id), p.text(r?.scope), p.json(r?.resource),
-      p.int(r?.expires_at),
+      p.int(r?.expires_at), ...carried(p, r),
     ];
     await this.run(
       `INSERT INTO ${carrier} (${keyColumn}, grace, now, g_expires, a_hash, a_client, a_user, a_scope, a_resource, a_grant,
-         a_expires, r_hash, r_grant, r_client, r_user, r_scope, r_resource, r_expires) VALUES (${values.join(", ")})`,
+         a_expires, a_jkt, a_act, a_auth_time, r_hash, r_grant, r_client, r_user, r_scope, r_resource, r_expires, r_jkt,
+         r_act, r_auth_time) VALUES (${values.join(", ")})`,
       p.values,
     );
     const q = this.params();
@@ -494,19 +504,19 @@ export class SqlStorage implements Storage {
     const a = tokens.access;
     return `INSERT INTO oauth_access_tokens (${ACCESS_COLUMNS})
       SELECT ${p.text(a.hash)}, ${p.text(a.client_id)}, ${p.text(a.user_id)}, ${p.text(a.scope)}, ${p.json(a.resource)},
-        ${p.text(a.grant_id)}, ${p.int(a.expires_at)}${from ? ` FROM ${from}` : ""}`;
+        ${p.text(a.grant_id)}, ${p.int(a.expires_at)}, ${carried(p, a).join(", ")}${from ? ` FROM ${from}` : ""}`;
   }
 
   /** `INSERT … SELECT` of a refresh token, once per row of `from` (a CTE, or nothing). */
   private insertRefresh(r: RefreshTokenRecord, p: Params, from?: string): string {
     return `INSERT INTO oauth_refresh_tokens (${REFRESH_COLUMNS})
       SELECT ${p.text(r.hash)}, ${p.text(r.grant_id)}, ${p.text(r.client_id)}, ${p.text(r.user_id)}, ${p.text(r.scope)},
-        ${p.json(r.resource)}, ${p.int(r.expires_at)}, NULL, NULL${from ? ` FROM ${from}` : ""}`;
+        ${p.json(r.resource)}, ${p.int(r.expires_at)}, NULL, NULL, ${carried(p, r).join(", ")}${from ? ` FROM ${from}` : ""}`;
   }
 
   /**
    * SQLite: stores a grant (created, or refreshed unless revoked) and tokens in one statement, through the
-   * `oauth_issue` trigger (migration 2); tokens of a revoked grant are dropped.
+   * `oauth_issue` trigger (migrations 2 and 4); tokens of a revoked grant are dropped.
    */
   private async issueSqlite(tokens: IssuedTokens, grant: IssueGrant): Promise<void> {
     const { access: a, refresh: r } = tokens;
@@ -515,14 +525,14 @@ export class SqlStorage implements Storage {
       p.text(grant.id), p.text(grant.client), p.text(grant.user), p.text(grant.scope), p.text(grant.resource),
       p.int(grant.now), p.int(grant.expires),
       p.text(a.hash), p.text(a.client_id), p.text(a.user_id), p.text(a.scope), p.json(a.resource), p.text(a.grant_id),
-      p.int(a.expires_at),
+      p.int(a.expires_at), ...carried(p, a),
       p.text(r?.hash), p.text(r?.grant_id), p.text(r?.client_id), p.text(r?.user_id), p.text(r?.scope), p.json(r?.resource),
-      p.int(r?.expires_at),
+      p.int(r?.expires_at), ...carried(p, r),
     ];
     await this.run(
       `INSERT INTO oauth_issue (grant_id, g_client, g_user, g_scope, g_resource, now, g_expires, a_hash, a_client,
-         a_user, a_scope, a_resource, a_grant, a_expires, r_hash, r_grant, r_client, r_user, r_scope, r_resource,
-         r_expires) VALUES (${values.join(", ")})`,
+         a_user, a_scope, a_resource, a_grant, a_expires, a_jkt, a_act, a_auth_time, r_hash, r_grant, r_client, r_user,
+         r_scope, r_resource, r_expires, r_jkt, r_act, r_auth_time) VALUES (${values.join(", ")})`,
       p.values,
     );
   }

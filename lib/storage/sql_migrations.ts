@@ -57,16 +57,35 @@ const v1 = (dialect: Dialect): string[] => [
   table("oauth_settings", "name TEXT PRIMARY KEY, value TEXT NOT NULL"),
 ];
 
+/** Optional token columns the SQLite carriers pass on: none in migrations 2 and 3, and those of migration 4. */
+interface TokenFields {
+  /** Carrier columns for the access (`a`) or refresh (`r`) token, each with a leading comma. */
+  carrier(token: "a" | "r"): string;
+  /** The token table's columns, with a leading comma. */
+  columns: string;
+  /** The trigger's values from the carrier row, with a leading comma. */
+  values(token: "a" | "r"): string;
+}
+
+const NO_FIELDS: TokenFields = { carrier: () => "", columns: "", values: () => "" };
+
+/** `jkt` (RFC 9449 §6), `act` (RFC 8693 §4.1, JSON), `auth_time` (seconds): kept from migration 4 on. */
+const TOKEN_FIELDS: TokenFields = {
+  carrier: (t) => `, ${t}_jkt TEXT, ${t}_act TEXT, ${t}_auth_time BIGINT`,
+  columns: ", jkt, act, auth_time",
+  values: (t) => `, NEW.${t}_jkt, NEW.${t}_act, NEW.${t}_auth_time`,
+};
+
 /**
  * SQLite only: a carrier table whose trigger stores a grant and its tokens in one statement, so that a SQLite
  * redemption or rotation commits twice (the winning UPDATE, then this) instead of once per row. PostgreSQL
  * does the same in its one `WITH` statement. The row deletes itself.
  */
-const v2sqlite: string[] = [
+const v2sqlite = (fields: TokenFields = NO_FIELDS): string[] => [
   table("oauth_issue", `grant_id TEXT, g_client TEXT, g_user TEXT, g_scope TEXT, g_resource TEXT, now BIGINT,
     g_expires BIGINT, a_hash TEXT, a_client TEXT, a_user TEXT, a_scope TEXT, a_resource TEXT, a_grant TEXT,
-    a_expires BIGINT, r_hash TEXT, r_grant TEXT, r_client TEXT, r_user TEXT, r_scope TEXT, r_resource TEXT,
-    r_expires BIGINT`),
+    a_expires BIGINT${fields.carrier("a")}, r_hash TEXT, r_grant TEXT, r_client TEXT, r_user TEXT, r_scope TEXT, r_resource TEXT,
+    r_expires BIGINT${fields.carrier("r")}`),
   `CREATE TRIGGER IF NOT EXISTS oauth_issue_tokens AFTER INSERT ON oauth_issue BEGIN
     INSERT INTO oauth_grants (grant_id, client_id, user_id, scope, resource, created_at, last_used_at, expires_at)
       SELECT NEW.grant_id, NEW.g_client, NEW.g_user, NEW.g_scope, NEW.g_resource, NEW.now, NEW.now, NEW.g_expires
@@ -79,12 +98,12 @@ const v2sqlite: string[] = [
         resource = COALESCE(oauth_grants.resource, excluded.resource),
         expires_at = MAX(oauth_grants.expires_at, excluded.expires_at)
       WHERE oauth_grants.revoked_at IS NULL;
-    INSERT INTO oauth_access_tokens (hash, client_id, user_id, scope, resource, grant_id, expires_at)
-      SELECT NEW.a_hash, NEW.a_client, NEW.a_user, NEW.a_scope, NEW.a_resource, NEW.a_grant, NEW.a_expires
+    INSERT INTO oauth_access_tokens (hash, client_id, user_id, scope, resource, grant_id, expires_at${fields.columns})
+      SELECT NEW.a_hash, NEW.a_client, NEW.a_user, NEW.a_scope, NEW.a_resource, NEW.a_grant, NEW.a_expires${fields.values("a")}
       WHERE NEW.a_grant IS NULL
         OR NOT EXISTS (SELECT 1 FROM oauth_grants WHERE grant_id = NEW.a_grant AND revoked_at IS NOT NULL);
-    INSERT INTO oauth_refresh_tokens (hash, grant_id, client_id, user_id, scope, resource, expires_at)
-      SELECT NEW.r_hash, NEW.r_grant, NEW.r_client, NEW.r_user, NEW.r_scope, NEW.r_resource, NEW.r_expires
+    INSERT INTO oauth_refresh_tokens (hash, grant_id, client_id, user_id, scope, resource, expires_at${fields.columns})
+      SELECT NEW.r_hash, NEW.r_grant, NEW.r_client, NEW.r_user, NEW.r_scope, NEW.r_resource, NEW.r_expires${fields.values("r")}
       WHERE NEW.r_hash IS NOT NULL
         AND NOT EXISTS (SELECT 1 FROM oauth_grants WHERE grant_id = NEW.r_grant AND revoked_at IS NOT NULL);
     DELETE FROM oauth_issue WHERE rowid = NEW.rowid;
@@ -98,38 +117,45 @@ const v2sqlite: string[] = [
  * marks it last; SQLite runs one statement at a time, so exactly one caller sees it winnable. The caller reads
  * back whether its access token was stored. The row deletes itself.
  */
-const carrier = (name: string, key: string): string =>
-  table(name, `${key} TEXT, grace BIGINT, now BIGINT, g_expires BIGINT, a_hash TEXT, a_client TEXT, a_user TEXT,
-    a_scope TEXT, a_resource TEXT, a_grant TEXT, a_expires BIGINT, r_hash TEXT, r_grant TEXT, r_client TEXT,
-    r_user TEXT, r_scope TEXT, r_resource TEXT, r_expires BIGINT`);
-const tombstone = (grant: string): string => `NOT EXISTS (SELECT 1 FROM oauth_grants WHERE grant_id = ${grant} AND revoked_at IS NOT NULL)`;
-/** The grant upsert and token inserts of one winner, `won` selecting the winning row (grant columns). */
-const issue = (won: string): string => `
-  INSERT INTO oauth_grants (grant_id, client_id, user_id, scope, resource, created_at, last_used_at, expires_at)
-    SELECT w.grant_id, w.client_id, w.user_id, w.scope, w.resource, NEW.now, NEW.now, NEW.g_expires FROM (${won}) AS w
-    WHERE true
-    ON CONFLICT (grant_id) DO UPDATE SET last_used_at = excluded.last_used_at,
-      created_at = COALESCE(oauth_grants.created_at, excluded.created_at),
-      client_id = COALESCE(oauth_grants.client_id, excluded.client_id),
-      user_id = COALESCE(oauth_grants.user_id, excluded.user_id),
-      scope = COALESCE(oauth_grants.scope, excluded.scope),
-      resource = COALESCE(oauth_grants.resource, excluded.resource),
-      expires_at = MAX(oauth_grants.expires_at, excluded.expires_at)
-    WHERE oauth_grants.revoked_at IS NULL;
-  INSERT INTO oauth_access_tokens (hash, client_id, user_id, scope, resource, grant_id, expires_at)
-    SELECT NEW.a_hash, NEW.a_client, NEW.a_user, NEW.a_scope, NEW.a_resource, NEW.a_grant, NEW.a_expires
-    WHERE EXISTS (${won}) AND ${tombstone("NEW.a_grant")};
-  INSERT INTO oauth_refresh_tokens (hash, grant_id, client_id, user_id, scope, resource, expires_at)
-    SELECT NEW.r_hash, NEW.r_grant, NEW.r_client, NEW.r_user, NEW.r_scope, NEW.r_resource, NEW.r_expires
-    WHERE NEW.r_hash IS NOT NULL AND EXISTS (${won}) AND ${tombstone("NEW.r_grant")};`;
-// The conditions read only the code or old token row (and, for a grace retry, its first successor), which
-// the inserts above leave alone: every step of the trigger sees the same winner.
-const redeemable = "hash = NEW.code AND redeemed_at IS NULL AND expires_at > NEW.now";
-const rotatable = (t: string): string =>
-  `${t}.hash = NEW.old AND ${t}.expires_at > NEW.now AND (${t}.rotated_at IS NULL OR (NEW.grace IS NOT NULL
-    AND ${t}.rotated_at > NEW.grace AND ${t}.replaced_by IS NOT NULL AND NOT EXISTS (SELECT 1 FROM
-    oauth_refresh_tokens s WHERE s.hash = ${t}.replaced_by AND s.rotated_at IS NOT NULL)))`;
-const v3sqlite = (): string[] => [
+/** The carrier table and the winner's inserts of migration 3's triggers, with the token columns of `fields`. */
+const exchange = (fields: TokenFields): { carrier(name: string, key: string): string; issue(won: string): string } => {
+  const carrier = (name: string, key: string): string =>
+    table(name, `${key} TEXT, grace BIGINT, now BIGINT, g_expires BIGINT, a_hash TEXT, a_client TEXT, a_user TEXT,
+      a_scope TEXT, a_resource TEXT, a_grant TEXT, a_expires BIGINT${fields.carrier("a")}, r_hash TEXT, r_grant TEXT, r_client TEXT,
+      r_user TEXT, r_scope TEXT, r_resource TEXT, r_expires BIGINT${fields.carrier("r")}`);
+  const tombstone = (grant: string): string => `NOT EXISTS (SELECT 1 FROM oauth_grants WHERE grant_id = ${grant} AND revoked_at IS NOT NULL)`;
+  /** The grant upsert and token inserts of one winner, `won` selecting the winning row (grant columns). */
+  const issue = (won: string): string => `
+    INSERT INTO oauth_grants (grant_id, client_id, user_id, scope, resource, created_at, last_used_at, expires_at)
+      SELECT w.grant_id, w.client_id, w.user_id, w.scope, w.resource, NEW.now, NEW.now, NEW.g_expires FROM (${won}) AS w
+      WHERE true
+      ON CONFLICT (grant_id) DO UPDATE SET last_used_at = excluded.last_used_at,
+        created_at = COALESCE(oauth_grants.created_at, excluded.created_at),
+        client_id = COALESCE(oauth_grants.client_id, excluded.client_id),
+        user_id = COALESCE(oauth_grants.user_id, excluded.user_id),
+        scope = COALESCE(oauth_grants.scope, excluded.scope),
+        resource = COALESCE(oauth_grants.resource, excluded.resource),
+        expires_at = MAX(oauth_grants.expires_at, excluded.expires_at)
+      WHERE oauth_grants.revoked_at IS NULL;
+    INSERT INTO oauth_access_tokens (hash, client_id, user_id, scope, resource, grant_id, expires_at${fields.columns})
+      SELECT NEW.a_hash, NEW.a_client, NEW.a_user, NEW.a_scope, NEW.a_resource, NEW.a_grant, NEW.a_expires${fields.values("a")}
+      WHERE EXISTS (${won}) AND ${tombstone("NEW.a_grant")};
+    INSERT INTO oauth_refresh_tokens (hash, grant_id, client_id, user_id, scope, resource, expires_at${fields.columns})
+      SELECT NEW.r_hash, NEW.r_grant, NEW.r_client, NEW.r_user, NEW.r_scope, NEW.r_resource, NEW.r_expires${fields.values("r")}
+      WHERE NEW.r_hash IS NOT NULL AND EXISTS (${won}) AND ${tombstone("NEW.r_grant")};`;
+  return { carrier, issue };
+};
+
+const v3sqlite = (fields: TokenFields = NO_FIELDS): string[] => {
+  const { carrier, issue } = exchange(fields);
+  // The conditions read only the code or old token row (and, for a grace retry, its first successor), which
+  // the inserts above leave alone: every step of the trigger sees the same winner.
+  const redeemable = "hash = NEW.code AND redeemed_at IS NULL AND expires_at > NEW.now";
+  const rotatable = (t: string): string =>
+    `${t}.hash = NEW.old AND ${t}.expires_at > NEW.now AND (${t}.rotated_at IS NULL OR (NEW.grace IS NOT NULL
+      AND ${t}.rotated_at > NEW.grace AND ${t}.replaced_by IS NOT NULL AND NOT EXISTS (SELECT 1 FROM
+      oauth_refresh_tokens s WHERE s.hash = ${t}.replaced_by AND s.rotated_at IS NOT NULL)))`;
+  return [
     carrier("oauth_redeem", "code"),
     `CREATE TRIGGER IF NOT EXISTS oauth_redeem_code AFTER INSERT ON oauth_redeem BEGIN${
       issue(`SELECT grant_id, client_id, user_id, scope, resource FROM oauth_codes WHERE ${redeemable}`)
@@ -147,7 +173,29 @@ const v3sqlite = (): string[] => [
     WHERE ${rotatable("oauth_refresh_tokens")};
     DELETE FROM oauth_rotate WHERE rowid = NEW.rowid;
   END`,
-];
+  ];
+};
+
+/**
+ * The optional record fields: a code's `dpop_jkt` and `auth_time`, a token's `jkt`, `act` and `auth_time`
+ * (nullable columns). A DPoP-bound token that lost its `jkt` would pass as a bearer token. SQLite has no
+ * `ADD COLUMN IF NOT EXISTS` ({@link migrate} skips a column that exists), and its carriers are rebuilt with
+ * the new columns: dropping a table drops its trigger, and a carrier holds no rows between statements.
+ */
+const v4 = (dialect: Dialect): string[] => {
+  const columns: [string, string, string][] = [
+    ["oauth_codes", "dpop_jkt", "TEXT"], ["oauth_codes", "auth_time", "BIGINT"],
+    ...["oauth_access_tokens", "oauth_refresh_tokens"].flatMap((t): [string, string, string][] =>
+      [[t, "jkt", "TEXT"], [t, "act", "TEXT"], [t, "auth_time", "BIGINT"]]),
+  ];
+  if (dialect === "postgres") return columns.map(([t, c, type]) => `ALTER TABLE ${t} ADD COLUMN IF NOT EXISTS ${c} ${type}`);
+  return [
+    ...columns.map(([t, c, type]) => `ALTER TABLE ${t} ADD COLUMN ${c} ${type}`),
+    ...["oauth_issue", "oauth_redeem", "oauth_rotate"].map((t) => `DROP TABLE IF EXISTS ${t}`),
+    ...v2sqlite(TOKEN_FIELDS),
+    ...v3sqlite(TOKEN_FIELDS),
+  ];
+};
 
 /**
  * Device authorizations (RFC 8628), both dialects: both codes only as hashes. `slowed` is what the last poll
@@ -155,28 +203,32 @@ const v3sqlite = (): string[] => [
  * trigger stores the grant and tokens only while the record is approved, then marks it redeemed, as with codes.
  */
 const DEVICE_REDEEMABLE = "hash = NEW.device AND status = 'approved' AND codes_expire_at > NEW.now AND expires_at > NEW.now";
-const v5 = (dialect: Dialect): string[] => [
-  table("oauth_device", `hash TEXT PRIMARY KEY, user_code TEXT NOT NULL UNIQUE, client_id TEXT NOT NULL,
-    scope TEXT NOT NULL, resource TEXT, grant_id TEXT NOT NULL, created_at BIGINT NOT NULL,
-    codes_expire_at BIGINT NOT NULL, expires_at BIGINT NOT NULL, interval_ms BIGINT NOT NULL, last_polled_at BIGINT,
-    slowed SMALLINT NOT NULL DEFAULT 0, status TEXT NOT NULL, user_id TEXT, auth_time BIGINT`),
-  index("oauth_device_expiry", "oauth_device (expires_at)"),
-  ...(dialect === "postgres" ? [] : [
-    carrier("oauth_device_redeem", "device"),
-    `CREATE TRIGGER IF NOT EXISTS oauth_device_redeem_tokens AFTER INSERT ON oauth_device_redeem BEGIN${
-      issue(`SELECT grant_id, client_id, user_id, scope, resource FROM oauth_device WHERE ${DEVICE_REDEEMABLE}`)
-    }
-    UPDATE oauth_device SET status = 'redeemed' WHERE ${DEVICE_REDEEMABLE};
-    DELETE FROM oauth_device_redeem WHERE rowid = NEW.rowid;
-  END`,
-  ]),
-];
+const v5 = (dialect: Dialect): string[] => {
+  const { carrier, issue } = exchange(TOKEN_FIELDS);
+  return [
+    table("oauth_device", `hash TEXT PRIMARY KEY, user_code TEXT NOT NULL UNIQUE, client_id TEXT NOT NULL,
+      scope TEXT NOT NULL, resource TEXT, grant_id TEXT NOT NULL, created_at BIGINT NOT NULL,
+      codes_expire_at BIGINT NOT NULL, expires_at BIGINT NOT NULL, interval_ms BIGINT NOT NULL, last_polled_at BIGINT,
+      slowed SMALLINT NOT NULL DEFAULT 0, status TEXT NOT NULL, user_id TEXT, auth_time BIGINT`),
+    index("oauth_device_expiry", "oauth_device (expires_at)"),
+    ...(dialect === "postgres" ? [] : [
+      carrier("oauth_device_redeem", "device"),
+      `CREATE TRIGGER IF NOT EXISTS oauth_device_redeem_tokens AFTER INSERT ON oauth_device_redeem BEGIN${
+        issue(`SELECT grant_id, client_id, user_id, scope, resource FROM oauth_device WHERE ${DEVICE_REDEEMABLE}`)
+      }
+      UPDATE oauth_device SET status = 'redeemed' WHERE ${DEVICE_REDEEMABLE};
+      DELETE FROM oauth_device_redeem WHERE rowid = NEW.rowid;
+    END`,
+    ]),
+  ];
+};
 
 /** Every migration, in order. Append; never edit one that has shipped. */
 export const MIGRATIONS: readonly Migration[] = [
   { version: 1, postgres: v1("postgres"), sqlite: v1("sqlite") },
-  { version: 2, postgres: [], sqlite: v2sqlite },
+  { version: 2, postgres: [], sqlite: v2sqlite() },
   { version: 3, postgres: [], sqlite: v3sqlite() },
+  { version: 4, postgres: v4("postgres"), sqlite: v4("sqlite") },
   { version: 5, postgres: v5("postgres"), sqlite: v5("sqlite") },
 ];
 
@@ -202,7 +254,7 @@ export async function migrate(executor: SqlExecutor, now: number): Promise<numbe
       const applied = new Set(rows.map((row) => Number(row.version)));
       for (const migration of MIGRATIONS) {
         if (applied.has(migration.version)) continue;
-        for (const statement of migration.sqlite) await executor.query(statement, []);
+        for (const statement of migration.sqlite) await runSqlite(executor, statement);
         await executor.query("INSERT OR IGNORE INTO oauth_migrations (version, applied_at) VALUES (?1, ?2)", [migration.version, now]);
       }
       return SCHEMA_VERSION;
@@ -213,6 +265,15 @@ export async function migrate(executor: SqlExecutor, now: number): Promise<numbe
     }
   }
   throw lastError;
+}
+
+/** A SQLite statement; adding a column that exists (another instance added it) is done already. */
+async function runSqlite(executor: SqlExecutor, statement: string): Promise<void> {
+  try {
+    await executor.query(statement, []);
+  } catch (error) {
+    if (!(statement.startsWith("ALTER TABLE") && /duplicate column/i.test(String(error)))) throw error;
+  }
 }
 
 /** One `DO` block: lock, then each migration that is not recorded yet. Dollar-quoted with a unique tag. */

@@ -32,6 +32,8 @@ export const DOCUMENTS: DocumentServer = await openDocumentServer("http://127.0.
 export function referenceTarget(web = false, file: string = TARGET_FILE): Target {
   const json = JSON.parse(readFileSync(file, "utf8"));
   if (json.client_metadata_documents !== undefined) json.client_metadata_documents.origin = DOCUMENTS.origin;
+  // The suite serves its identity keys from the same host.
+  if (json.identity !== undefined) json.identity.origin = DOCUMENTS.origin;
   if (web) for (const role of ["public", "confidential"]) json.clients[role].redirect_uri = WEB_REDIRECT;
   return parseTarget(json);
 }
@@ -56,9 +58,9 @@ export interface TestApp {
   rotateKeys?: () => Promise<void>;
 }
 
-/** `config` (default the demo's) issuing JWT access tokens (RFC 9068), so the JWT cases run too. */
+/** `config` (default the demo's) issuing JWT access tokens (RFC 9068) bound with DPoP, so the JWT and DPoP cases run too. */
 export function jwtConfig(config: ReferenceConfig = DEMO_CONFIG): ReferenceConfig {
-  return { ...config, access_token_format: "jwt" };
+  return { ...config, access_token_format: "jwt", dpop: { enabled: true } };
 }
 
 /** A fresh reference app on its own store (or on `wrap` of it), with a clock the suite can move. */
@@ -81,7 +83,7 @@ export async function referenceApp(
 
 /** Runs the whole suite in-process against `fetch` (the reference target, or `target`). */
 export function run(fetch: Handler, options: ConformanceOptions = {}, target: Target = referenceTarget()): Promise<Report> {
-  return runConformance(target, { fetch, timeoutMs: 10_000, documents: DOCUMENTS, ...options });
+  return runConformance(target, { fetch, timeoutMs: 10_000, documents: DOCUMENTS, keys: DOCUMENTS, ...options });
 }
 
 /** The ids of the cases that did not pass, with their messages, for assertion output. */

@@ -243,12 +243,12 @@ describe("the minting extension point (act for token exchange, cnf for DPoP)", (
       issuer: ISSUER, storage: f.storage, clock: f.clock.read, secret: new TextEncoder().encode(SECRET), accessTokenTtl: 3_600_000,
     } as never);
     const context = { accessTokenTtl: 3_600_000, features: { jwt_access_tokens: jwt } };
-    const request = { client_id: "backend", scope: "export", claims: { act: { sub: "agent-7" }, cnf: { jkt: "abc" } } };
-    const { response } = await issueTokens(request, {}, context, f.clock.now);
+    const request = { client_id: "backend", scope: "export", claims: { act: { sub: "agent-7" }, cnf: { jkt: "abc" } }, jkt: undefined };
+    const { response } = await issueTokens(request, { type: "confidential" }, context, f.clock.now);
     const { payload } = await joseVerify(f, response.access_token);
     expect(payload).toMatchObject({ act: { sub: "agent-7" }, cnf: { jkt: "abc" }, sub: "backend", client_id: "backend" });
     for (const name of ["sub", "aud", "scope", "iss", "client_id", "exp", "jti"]) {
-      await expect(issueTokens({ ...request, claims: { [name]: "x" } }, {}, context, f.clock.now), name).rejects.toThrow(`the claim "${name}" is set by the server`);
+      await expect(issueTokens({ ...request, claims: { [name]: "x" } }, { type: "confidential" }, context, f.clock.now), name).rejects.toThrow(`the claim "${name}" is set by the server`);
     }
   });
 });

@@ -23,6 +23,7 @@ const OPERATION: Record<JwsAlgorithm, AlgorithmIdentifier | EcdsaParams | RsaPss
   ES256: { name: "ECDSA", hash: "SHA-256" } as EcdsaParams,
   ES384: { name: "ECDSA", hash: "SHA-384" } as EcdsaParams,
   EdDSA: "Ed25519",
+  Ed25519: "Ed25519",
   RS256: "RSASSA-PKCS1-v1_5",
   PS256: { name: "RSA-PSS", saltLength: 32 },
 };

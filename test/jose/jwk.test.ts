@@ -13,7 +13,7 @@ import {
 } from "../../lib/jose/jwk.ts";
 import { signJws, verifyJws } from "../../lib/jose/jws.ts";
 
-const ALGORITHMS: JwsAlgorithm[] = ["ES256", "ES384", "EdDSA", "RS256", "PS256"];
+const ALGORITHMS: JwsAlgorithm[] = ["ES256", "ES384", "EdDSA", "Ed25519", "RS256", "PS256"];
 const PAIRS = Object.fromEntries(await Promise.all(ALGORITHMS.map(async (alg) => [alg, await generateSigningKey(alg)] as const)));
 const EC = PAIRS.ES256!;
 const RSA = PAIRS.RS256!;

@@ -8,7 +8,7 @@ import { exportPublicJwk, generateSigningKey, type Jwk, jwkThumbprint, publicJwk
 import { signJws, verifyJws } from "../../lib/jose/jws.ts";
 import { signJwt, verifyJwt } from "../../lib/jose/jwt.ts";
 
-const ALGORITHMS: JwsAlgorithm[] = ["ES256", "ES384", "EdDSA", "RS256", "PS256"];
+const ALGORITHMS: JwsAlgorithm[] = ["ES256", "ES384", "EdDSA", "Ed25519", "RS256", "PS256"];
 const NOW = 1_750_000_000;
 const CLAIMS = {
   iss: "https://as.example",

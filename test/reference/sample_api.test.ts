@@ -41,6 +41,7 @@ describe("the sample API", () => {
       expect(await (await reference.fetch(new Request(url))).json()).toEqual({
         resource: API, authorization_servers: [ISSUER], bearer_methods_supported: ["header"],
         scopes_supported: ["reports.read", "reports.write"], resource_name: "Sample reports API",
+        dpop_signing_alg_values_supported: ["ES256", "ES384", "EdDSA", "Ed25519", "RS256", "PS256"],
       });
     }
     expect((await (await reference.fetch(new Request(`${ISSUER}/.well-known/oauth-authorization-server`))).json()).scopes_supported).toContain("offline_access");
@@ -48,7 +49,9 @@ describe("the sample API", () => {
 
   test("without a token: 401 pointing at the metadata, with the scope where the route needs one", async () => {
     const { call } = await app();
-    expect((await call("/api/reports")).headers.get("www-authenticate")).toBe(`Bearer resource_metadata="${PRM}", scope="reports.read"`);
+    expect((await call("/api/reports")).headers.get("www-authenticate")).toBe(
+      `Bearer resource_metadata="${PRM}", scope="reports.read", DPoP resource_metadata="${PRM}", algs="ES256 ES384 EdDSA Ed25519 RS256 PS256"`,
+    );
     const me = await call("/api/me");
     expect(me.status).toBe(401);
     expect(me.headers.get("www-authenticate")).toContain(`resource_metadata="${PRM}"`);

@@ -2,7 +2,7 @@
 // adapter from the README. In-memory databases, one per check; the cross-process races are in races.test.ts.
 import { describe, expect, test } from "vitest";
 import { sqlStorage, storageContract } from "../../mod.ts";
-import { MIGRATIONS } from "../../lib/storage/sql_migrations.ts";
+import { MIGRATIONS, SCHEMA_VERSION } from "../../lib/storage/sql_migrations.ts";
 import { openSqlite } from "../support/sqlite.ts";
 import { steadyLoad } from "../support/steady.ts";
 
@@ -18,6 +18,27 @@ test("migrate() is idempotent and reports the schema version", async () => {
   expect(await sqlStorage(executor).migrate()).toBe(version);
   const rows = await executor.query("SELECT version FROM oauth_migrations", []);
   expect(rows.map((r) => Number(r.version)).sort((x, y) => x - y)).toEqual(MIGRATIONS.map((m) => m.version));
+});
+
+test("a version-3 database upgrades to 4: its rows stay, new tokens keep jkt, and a half-applied upgrade is finished", async () => {
+  const executor = openSqlite(":memory:");
+  // The schema as version 3 left it, with a token stored then.
+  await executor.query("CREATE TABLE oauth_migrations (version INTEGER PRIMARY KEY, applied_at BIGINT NOT NULL)", []);
+  for (const migration of MIGRATIONS.filter((m) => m.version <= 3)) {
+    for (const statement of migration.sqlite) await executor.query(statement, []);
+    await executor.query("INSERT INTO oauth_migrations (version, applied_at) VALUES (?1, 1)", [migration.version]);
+  }
+  await executor.query("INSERT INTO oauth_access_tokens (hash, client_id, scope, expires_at) VALUES ('old', 'c', 'read', 9000000000000)", []);
+  const store = sqlStorage(executor);
+  expect(await store.migrate()).toBe(SCHEMA_VERSION);
+  expect(await store.findAccessToken("old", 1)).toEqual({ hash: "old", client_id: "c", scope: "read", expires_at: 9000000000000 });
+  const access = { hash: "new", client_id: "c", scope: "read", expires_at: 9000000000000, grant_id: "g", jkt: "k" };
+  await store.saveTokens({ access, refresh: { ...access, hash: "new-rt", grant_id: "g" } }, 1);
+  expect(await store.findAccessToken("new", 1)).toEqual(access);
+  // An instance that stopped after adding some columns: the migration runs again over them.
+  await executor.query("DELETE FROM oauth_migrations WHERE version = 4", []);
+  expect(await sqlStorage(executor).migrate()).toBe(SCHEMA_VERSION);
+  expect((await store.findRefreshToken("new-rt", 1))?.jkt).toBe("k");
 });
 
 test("only hashes reach the database: a stored client carries its secret hash, never a secret", async () => {
