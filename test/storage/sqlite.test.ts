@@ -2,7 +2,9 @@
 // adapter from the README. In-memory databases, one per check; the cross-process races are in races.test.ts.
 import { describe, expect, test } from "vitest";
 import { sqlStorage, storageContract } from "../../mod.ts";
+import { MIGRATIONS } from "../../lib/storage/sql_migrations.ts";
 import { openSqlite } from "../support/sqlite.ts";
+import { sealsFollowTheChain } from "../support/seals.ts";
 import { steadyLoad } from "../support/steady.ts";
 
 describe(`storage contract: sqlStorage on SQLite (${openSqlite.driver})`, () => {
@@ -16,7 +18,7 @@ test("migrate() is idempotent and reports the schema version", async () => {
   expect(version).toBeGreaterThanOrEqual(1);
   expect(await sqlStorage(executor).migrate()).toBe(version);
   const rows = await executor.query("SELECT version FROM oauth_migrations", []);
-  expect(rows.map((r) => Number(r.version)).sort((x, y) => x - y)).toEqual(Array.from({ length: version }, (_, i) => i + 1));
+  expect(rows.map((r) => Number(r.version)).sort((x, y) => x - y)).toEqual(MIGRATIONS.map((m) => m.version));
 });
 
 test("only hashes reach the database: a stored client carries its secret hash, never a secret", async () => {
@@ -30,6 +32,12 @@ test("only hashes reach the database: a stored client carries its secret hash, n
   const [row] = await executor.query("SELECT record FROM oauth_clients", []);
   expect(JSON.parse(String(row!.record))).toMatchObject({ secret_hash: "aGFzaA", metadata: { client_uri: "https://c.example" } });
   expect(await store.getClient("c")).toMatchObject({ client_id: "c", active: true, metadata: { client_uri: "https://c.example" } });
+});
+
+test("a rotation drops the sealed successor its predecessor kept for the grace window", async () => {
+  const executor = openSqlite(":memory:");
+  await sealsFollowTheChain(sqlStorage(executor), async (hash) =>
+    ((await executor.query("SELECT successor FROM oauth_refresh_tokens WHERE hash = ?1", [hash]))[0]?.successor ?? null) as string | null);
 });
 
 test("a database error is a 503 temporarily_unavailable, not a crash", async () => {
