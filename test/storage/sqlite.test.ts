@@ -40,6 +40,32 @@ test("a rotation drops the sealed successor its predecessor kept for the grace w
     ((await executor.query("SELECT successor FROM oauth_refresh_tokens WHERE hash = ?1", [hash]))[0]?.successor ?? null) as string | null);
 });
 
+test("a database at schema 3 with a rotation in flight upgrades, and its tokens rotate with seals afterwards", async () => {
+  const executor = openSqlite(":memory:");
+  await executor.query("CREATE TABLE oauth_migrations (version INTEGER PRIMARY KEY, applied_at BIGINT NOT NULL)", []);
+  for (const migration of MIGRATIONS.filter((m) => m.version <= 3)) {
+    for (const statement of migration.sqlite) await executor.query(statement, []);
+    await executor.query("INSERT INTO oauth_migrations (version, applied_at) VALUES (?1, 1)", [migration.version]);
+  }
+  const old = sqlStorage(executor);
+  const now = Date.now();
+  const pair = (n: string) => ({
+    access: { hash: `up-at-${n}`, client_id: "c", scope: "read", grant_id: "up", expires_at: now + 60_000 },
+    refresh: { hash: `up-rt-${n}`, client_id: "c", scope: "read", grant_id: "up", expires_at: now + 120_000 },
+  });
+  await old.saveTokens(pair("1"), now);
+  // Rotated under schema 3 (through its trigger, which knows no seal), then upgraded.
+  await executor.query(`INSERT INTO oauth_rotate (old, grace, now, g_expires, a_hash, a_client, a_scope, a_grant, a_expires,
+    r_hash, r_grant, r_client, r_scope, r_expires) VALUES ('up-rt-1', NULL, ?1, ?2, 'up-at-2', 'c', 'read', 'up', ?2, 'up-rt-2', 'up', 'c', 'read', ?3)`,
+    [now, now + 60_000, now + 120_000]);
+  expect(await sqlStorage(executor).migrate()).toBe(MIGRATIONS.at(-1)!.version);
+  const store = sqlStorage(executor);
+  expect(await store.rotateRefreshToken("up-rt-1", pair("x"), now + 1, 10_000), "no seal was kept: no retry").toBeNull();
+  expect(await store.rotateRefreshToken("up-rt-2", { ...pair("3"), sealed: "seal-3" }, now + 2, 10_000)).not.toBeNull();
+  expect((await store.rotateRefreshToken("up-rt-2", pair("4"), now + 3, 10_000))?.successor).toBe("seal-3");
+  expect(await store.findRefreshToken("up-rt-4", now + 3)).toBeNull();
+});
+
 test("a database error is a 503 temporarily_unavailable, not a crash", async () => {
   const store = sqlStorage({ dialect: "sqlite", query: () => { throw new Error("disk I/O error"); } });
   await expect(store.findAccessToken("x", 1)).rejects.toMatchObject({ code: "temporarily_unavailable", status: 503 });
