@@ -38,6 +38,15 @@ export type { RegistrationFeatureOptions } from "./lib/features/registration.ts"
 export type { ClientMetadataDocumentFeatureOptions } from "./lib/features/client_metadata_documents.ts";
 export type { CorsOptions } from "./lib/features/cors.ts";
 export type { OfflineAccessOptions } from "./lib/features/offline_access.ts";
+export type { KeySetFetchOptions, KeySetOptions } from "./lib/features/private_key_jwt.ts";
+export type { IssuerKind, JwtBearerOptions, LinkedIdentity, LinkUser, TrustedIssuerOptions } from "./lib/features/jwt_bearer.ts";
+export type {
+  ExchangeParty,
+  ExchangePolicy,
+  ExchangeRequest,
+  TokenExchangeFeatureOptions,
+  TokenExchangeOptions,
+} from "./lib/features/token_exchange.ts";
 export type { ErrorHook } from "./lib/core/hooks.ts";
 export type { ScopePolicy } from "./lib/scope.ts";
 export type { CorsOrigins } from "./lib/features/cors.ts";
@@ -46,7 +55,7 @@ export type { RegistrationOptions } from "./lib/features/registration.ts";
 export type { AccessTokenFormat, JwtAccessTokenOptions, SigningKeys, SigningKeysOptions } from "./lib/features/jwt_access_tokens.ts";
 export type { Rotation, SigningKeyInfo } from "./lib/keys/keyring.ts";
 export type { KeyState } from "./lib/keys/key_set.ts";
-export type { Jwk, JwsAlgorithm, JwsHeader, KeySource, VerifiedHeader } from "./lib/jose/mod.ts";
+export type { Jwk, JwsAlgorithm, JwsHeader, JwtClaims, KeySource, VerifiedHeader } from "./lib/jose/mod.ts";
 export type { ProtectOptions } from "./lib/guard.ts";
 export {
   introspectionTokenVerifier,

@@ -251,7 +251,14 @@ async function main(argv: string[]): Promise<number> {
     // The suite serves the Client ID Metadata Documents itself, where the target's server may fetch them.
     const documents = target.client_metadata_documents === undefined ? undefined : await openDocumentServer(target.client_metadata_documents.origin);
     if (documents !== undefined) options.documents = documents;
-    const report = await runConformance(target, options).finally(() => documents?.close());
+    // And the public keys it signs with as a client, an identity provider and a workload platform.
+    const origin = target.identity?.origin;
+    const keys = origin === undefined ? undefined : origin === documents?.origin ? documents : await openDocumentServer(origin);
+    if (keys !== undefined) options.keys = keys;
+    const report = await runConformance(target, options).finally(async () => {
+      await documents?.close();
+      if (keys !== documents) await keys?.close();
+    });
     console.log(formatText(report, { verbose }));
     const jsonFile = args.get("json");
     if (jsonFile !== undefined) await writeFile(jsonFile, formatJson(report) + "\n");

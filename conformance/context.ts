@@ -98,6 +98,11 @@ export class CaseContext {
   readonly discovery: Discovery | undefined;
   /** Rotates the server's signing keys, when the run was given a way to. */
   readonly rotateKeys: (() => Promise<void>) | undefined;
+  /**
+   * Where the suite serves the public keys it signs with as a client, an identity provider and a workload
+   * platform (target file `identity.origin`); the identity cases skip without it.
+   */
+  readonly keyHost: DocumentHost | undefined;
 
   /** Made by the runner, one per case. */
   constructor(
@@ -109,6 +114,7 @@ export class CaseContext {
     documents?: DocumentHost,
     discovery?: Discovery,
     rotateKeys?: () => Promise<void>,
+    keyHost?: DocumentHost,
   ) {
     this.target = target;
     this.http = http;
@@ -118,6 +124,7 @@ export class CaseContext {
     this.documents = documents;
     this.discovery = discovery;
     this.rotateKeys = rotateKeys;
+    this.keyHost = keyHost;
   }
 
   /** What discovery found about a feature (offered when discovery was not run). */

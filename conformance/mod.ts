@@ -77,6 +77,7 @@ export {
   type ApprovalConfig,
   type ClientRole,
   type CodeClient,
+  type IdentityTarget,
   type McpTarget,
   parseTarget,
   type ParseTargetOptions,
@@ -110,6 +111,11 @@ export interface ConformanceOptions {
   documents?: DocumentHost;
   /** Rotates the server's signing keys, for the key rotation case (skipped without it); in-process runs pass one. */
   rotateKeys?: () => Promise<void>;
+  /**
+   * Serves the suite's public keys (as a client, an identity provider, a workload platform) at the target's
+   * `identity.origin`; the identity cases skip without it. It may be the `documents` host, on the same origin.
+   */
+  keys?: DocumentHost;
   /** Check first that the target answers at all, and abort with one message if not. Default true. */
   preflight?: boolean;
   /**
@@ -165,6 +171,7 @@ export async function runConformance(target: Target | unknown, options: Conforma
   if (clock !== undefined) run.clock = clock;
   if (options.documents !== undefined) run.documents = options.documents;
   if (options.rotateKeys !== undefined) run.rotateKeys = options.rotateKeys;
+  if (options.keys !== undefined) run.keys = options.keys;
   const results = await runCases(cases, checked, run, catalog.filter((c) => c.profiles.includes(profile)));
   return buildReport(checked, results, started, profile, discovery);
 }

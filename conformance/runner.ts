@@ -27,6 +27,8 @@ export interface RunOptions {
   discovery?: Discovery;
   /** Rotates the server's signing keys (the rotation case skips without it). */
   rotateKeys?: () => Promise<void>;
+  /** Serves the suite's public keys at the target's `identity.origin` (the identity cases skip without it). */
+  keys?: DocumentHost;
   /** Expected failures: case id to the reason (see {@link parseExpectations}). */
   expected?: ReadonlyMap<string, string>;
   /** Milliseconds one case may take. Default 20 000. */
@@ -108,6 +110,8 @@ function secretsOf(target: Target): string[] {
   const secrets = [c.confidential, c.client_credentials, c.client_credentials_refresh, c.second]
     .map((client) => client?.client_secret)
     .filter((s): s is string => s !== undefined);
+  const identity = target.identity;
+  for (const role of [identity?.id_jag, identity?.workload, identity?.token_exchange]) if (role?.client_secret !== undefined) secrets.push(role.client_secret);
   if (target.approval.driver === "html_form") secrets.push(target.approval.password);
   return secrets;
 }
@@ -122,7 +126,7 @@ async function runOne(def: CaseDef, target: Target, options: RunOptions): Promis
   const started = Date.now();
   const controller = new AbortController();
   const http = new Recorder(options.fetch, controller.signal, secretsOf(target));
-  const ctx = new CaseContext(target, http, options.driver, options.profile ?? "spec", options.clock, options.documents, options.discovery ?? offerEverything(target), options.rotateKeys);
+  const ctx = new CaseContext(target, http, options.driver, options.profile ?? "spec", options.clock, options.documents, options.discovery ?? offerEverything(target), options.rotateKeys, options.keys);
   const limit = options.timeoutMs ?? 20_000;
   let timer: ReturnType<typeof setTimeout> | undefined;
   const timeout = new Promise<never>((_, reject) => {

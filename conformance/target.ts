@@ -70,6 +70,28 @@ export interface McpTarget {
   step_up?: { tool: string; scope: string };
 }
 
+/**
+ * The identity cases' roles (RFC 7523, RFC 8693, the ID-JAG draft): the suite stands in for the client's key
+ * pair, an identity provider and a workload platform, and serves their public keys at `origin` (a loopback http
+ * origin the server is configured to trust): `{origin}/client/jwks`, and the issuers `{origin}/idp` and
+ * `{origin}/workload` with their keys at `{issuer}/jwks`. Every role is optional; its cases skip without it.
+ */
+export interface IdentityTarget {
+  /** Where the suite serves its key sets, e.g. `http://127.0.0.1:47801`. */
+  origin: string;
+  /** A client registered with `private_key_jwt` and `jwks_uri` `{origin}/client/jwks`, allowed client_credentials. */
+  private_key_jwt?: { client_id: string; scope: string };
+  /**
+   * A confidential client allowed the jwt-bearer grant, for which the server trusts `{origin}/idp` as an ID-JAG
+   * issuer, and the email of a user the server links such assertions to.
+   */
+  id_jag?: { client_id: string; client_secret: string; scope: string; email: string };
+  /** A client allowed the jwt-bearer grant, for which the server trusts `{origin}/workload` as a workload platform. */
+  workload?: { client_id: string; client_secret?: string; scope: string; subject: string };
+  /** A confidential client allowed token exchange, and a scope of the public client's token to exchange. */
+  token_exchange?: { client_id: string; client_secret: string; scope: string };
+}
+
 /** How the end user's approval is obtained. */
 export type ApprovalConfig =
   | { driver: "html_form"; username: string; password: string; deny: boolean }
@@ -110,6 +132,8 @@ export interface Target {
    * fetch from, e.g. `http://127.0.0.1:47801`); without it the CIMD cases skip.
    */
   client_metadata_documents?: { origin: string };
+  /** The identity cases' roles and the origin where the suite serves its keys; without it those cases skip. */
+  identity?: IdentityTarget;
   /**
    * What the target file says the server offers, feature by feature; it overrides the metadata (see
    * {@link FEATURES}). Empty: discovery alone decides.
@@ -272,6 +296,7 @@ export function parseTarget(input: unknown, options: ParseTargetOptions = {}): T
       } else if (origin !== undefined) documents = { origin };
     }
   }
+  const identity = parseIdentity(input.identity, { str, scope, bad });
   const features: Partial<Record<FeatureId, boolean>> = {};
   if (input.features !== undefined) {
     if (!isObj(input.features)) bad("features", "must be an object of feature id to true or false");
@@ -317,11 +342,46 @@ export function parseTarget(input: unknown, options: ParseTargetOptions = {}): T
     mcp,
     features,
     ...(documents === undefined ? {} : { client_metadata_documents: documents }),
+    ...(identity === undefined ? {} : { identity }),
   };
   if (revocation !== undefined) target.revocation_url = revocation;
   if (resource) target.resource = resource;
   if (clockUrl !== undefined) target.clock_url = clockUrl;
   return target;
+}
+
+/** The `identity` section: an http origin on loopback, and each role's fields. */
+function parseIdentity(v: unknown, r: Pick<Readers, "str" | "scope" | "bad">): IdentityTarget | undefined {
+  if (v === undefined) return undefined;
+  if (!isObj(v)) return r.bad("identity", "must be an object with an origin");
+  const origin = r.str(v, "origin", "identity.");
+  if (origin !== undefined && (!isAbsolute(origin) || new URL(origin).origin !== origin)) return r.bad("identity.origin", 'must be an origin such as "http://127.0.0.1:47801"', origin);
+  const identity: IdentityTarget = { origin: origin ?? "" };
+  const section = (key: string): Obj | undefined => {
+    const o = v[key];
+    if (o === undefined) return undefined;
+    if (!isObj(o)) return r.bad(`identity.${key}`, "must be an object");
+    return o;
+  };
+  const role = (key: string, fields: readonly string[], optional: readonly string[] = []) => {
+    const o = section(key);
+    if (o === undefined) return undefined;
+    const out: Record<string, string> = {};
+    for (const field of [...fields, ...optional]) {
+      const value = field === "scope" ? r.scope(o, field, `identity.${key}.`) : r.str(o, field, `identity.${key}.`, !optional.includes(field));
+      if (value !== undefined) out[field] = value;
+    }
+    return out;
+  };
+  const pkjwt = role("private_key_jwt", ["client_id", "scope"]);
+  if (pkjwt) identity.private_key_jwt = pkjwt as NonNullable<IdentityTarget["private_key_jwt"]>;
+  const jag = role("id_jag", ["client_id", "client_secret", "scope", "email"]);
+  if (jag) identity.id_jag = jag as NonNullable<IdentityTarget["id_jag"]>;
+  const workload = role("workload", ["client_id", "scope", "subject"], ["client_secret"]);
+  if (workload) identity.workload = workload as NonNullable<IdentityTarget["workload"]>;
+  const exchange = role("token_exchange", ["client_id", "client_secret", "scope"]);
+  if (exchange) identity.token_exchange = exchange as NonNullable<IdentityTarget["token_exchange"]>;
+  return identity;
 }
 
 interface Readers {

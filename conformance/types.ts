@@ -45,6 +45,7 @@ export const AREAS = {
   metadata: "Metadata, revocation and iss (RFC 8414, 7009, 9207)",
   jwt_access_tokens: "JWT access tokens and the JWK Set (RFC 9068, 7517)",
   mcp: "MCP authorization (RFC 8707, 9728, 7591, CIMD, CORS)",
+  identity: "Machine and agent identity (RFC 7523, 8693, ID-JAG, workload JWTs)",
 } as const;
 
 /** One area of the report. */

@@ -26,6 +26,11 @@ export const AUDIT_EVENTS = {
   "client.deleted": "A client was deleted, with its grants.",
   "client.document_refused": "A client metadata document was refused or could not be fetched (reason: why, in one word).",
   "request.throttled": "A request was refused by a throttle (429).",
+  "client_assertion.refused": "A private_key_jwt client assertion was refused (reason: why, in one word, e.g. replay or expired).",
+  "assertion.accepted": "A jwt-bearer assertion became an access token (reason: the issuer's kind, id-jag or workload).",
+  "assertion.refused": "A jwt-bearer assertion was refused (reason: why, in one word, e.g. unknown_issuer, replay, unknown_user).",
+  "token.exchanged": "A token exchange issued a token (reason: delegation, with an actor, or impersonation).",
+  "token_exchange.refused": "A token exchange was refused (reason: why, in one word, e.g. subject_invalid, scope, policy).",
 } as const;
 
 /** The type of an audit event. */

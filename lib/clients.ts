@@ -48,6 +48,19 @@ export interface ClientRegistration {
    * signing keys) or `"opaque"`. Kept in the record's `metadata`.
    */
   access_token_format?: "opaque" | "jwt";
+  /**
+   * How the client authenticates at the token endpoint (RFC 7591 §2). Default: `none` for a public client, a
+   * secret for a confidential one. `private_key_jwt` (RFC 7523 §2.2): a confidential client without a secret,
+   * with its public keys in `jwks` or at `jwks_uri`.
+   */
+  token_endpoint_auth_method?: "client_secret_basic" | "client_secret_post" | "private_key_jwt" | "none";
+  /** The public keys of a `private_key_jwt` client, as a JWK Set (RFC 7517 §5). */
+  jwks?: { keys: Record<string, unknown>[] };
+  /**
+   * Where a `private_key_jwt` client publishes its public keys. Given by the operator, it is fetched as it is
+   * (loopback and http included); fetched with a deadline, a size cap and Cache-Control bounds either way.
+   */
+  jwks_uri?: string;
 }
 
 /** Options of {@link ClientRegistry.register} for the operator's own tools. */
@@ -134,6 +147,9 @@ export function clientRegistry({ storage, admission, emit }: RegistryContext): C
       const client = await storage.getClient(clientId);
       if (!client) throw new ConfigurationError(`Cannot rotate secret: no client "${clientId}"`);
       if (client.type !== "confidential") throw new ConfigurationError(`Cannot rotate secret: client "${clientId}" is public: it has no secret to rotate`);
+      if (client.metadata?.token_endpoint_auth_method === "private_key_jwt") {
+        throw new ConfigurationError(`Cannot rotate secret: client "${clientId}" uses private_key_jwt: it has keys, not a secret`);
+      }
       if (client.origin === "config") {
         throw new ConfigurationError(
           `Cannot rotate secret: client "${clientId}" comes from the config file, which sets it again at every start: change its client_secret there`,

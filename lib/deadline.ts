@@ -4,8 +4,8 @@
  *
  * Calls wait in a queue in deadline order (one queue has one timeout, so arrival order is deadline order) and a
  * single timer is armed for the oldest one only. A call that settles in time costs a queue slot and a `then`,
- * not a timer, a `Promise.race` and a `finally` of its own (issue 14: those made an explicitly passed store
- * 35-50 % more expensive per request than the default one).
+ * not a timer, a `Promise.race` and a `finally` of its own (those made an explicitly passed store markedly dearer
+ * than the default one; `test/bench/HISTORY.md`).
  *
  * @module
  */

@@ -2,7 +2,7 @@
  * The core's one request model is the WHATWG `Request`; what it answers is {@link ResponseParts} (status,
  * header pairs, a text body), which {@link respond} turns into the `Response` that `fetch` returns.
  *
- * Where a `Request` and a `Response` are dear (Node: 8 and 6 µs to build, as much again to read back), the
+ * Where a `Request` and a `Response` are dear to build and to read back (Node), the
  * adapter hands the core a `Request` that builds the real one only when something reads past the method,
  * URL, headers and body text (see `lib/adapters/node_request.ts`, after @hono/node-server). Such a request
  * carries {@link LAZY}; {@link respond} then answers with a `Response` of the same kind, whose parts the

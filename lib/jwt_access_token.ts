@@ -22,6 +22,8 @@ export interface AccessTokenClaims {
   auth_time?: number | undefined;
   /** Further claims (`act` of token exchange, `cnf` of DPoP); none may be a registered claim. */
   claims?: Readonly<Record<string, unknown>> | undefined;
+  /** The actor of a delegation (RFC 8693 §4.1), as the `act` claim. */
+  act?: Record<string, unknown> | undefined;
 }
 
 /**
@@ -42,6 +44,7 @@ export async function signAccessToken(token: AccessTokenClaims, state: JwtAccess
     scope: token.scope,
   };
   if (token.auth_time !== undefined) claims.auth_time = token.auth_time;
+  if (token.act !== undefined) claims.act = token.act;
   for (const [name, value] of Object.entries(token.claims ?? {})) {
     if (REGISTERED.has(name)) throw new TypeError(`Cannot mint: the claim "${name}" is set by the server`);
     claims[name] = value;

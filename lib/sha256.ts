@@ -2,9 +2,8 @@
  * SHA-256, written out (FIPS 180-4) rather than taken from `crypto.subtle.digest`.
  *
  * Why: every token request hashes two to four 43-character values (a secret, a code, a PKCE verifier, new
- * tokens), and WebCrypto's digest is asynchronous, on Node and Deno a round trip to a worker. Measured with one
- * call in flight (`test/bench/primitives.ts` on each runtime): 65 µs on Node and 49 µs on Deno (2.2 µs on Bun)
- * against 0.7-1.0 µs for this function, about 65 times faster on Node for inputs this short.
+ * tokens), and WebCrypto's digest is asynchronous, on Node and Deno a round trip to a worker: for inputs this
+ * short that costs far more than the hashing (measured in `test/bench/primitives.ts`; see `test/bench/HISTORY.md`).
  *
  * @module
  */

@@ -19,6 +19,8 @@ export interface TokenResponse {
   refresh_token?: string;
   /** The granted scope; RFC 6749 §5.1 makes it optional when equal to the request, it is always sent here. */
   scope: string;
+  /** RFC 8693 §2.2.1: the type of the token a token exchange issued. */
+  issued_token_type?: string;
 }
 
 /** What a grant asks to be minted. */
@@ -43,6 +45,8 @@ export interface MintRequest {
    * Opaque tokens ignore them; none may be a claim RFC 9068 §2.2 defines.
    */
   claims?: Readonly<Record<string, unknown>> | undefined;
+  /** The actor of a delegation (RFC 8693 §4.1): the `act` claim of a JWT, kept in the opaque tokens' records. */
+  act?: Record<string, unknown> | undefined;
 }
 
 /**
@@ -67,6 +71,8 @@ export function mintTokens(
   if (request.user_id !== undefined) records.access.user_id = request.user_id;
   if (request.grant_id !== undefined) records.access.grant_id = request.grant_id;
   if (request.resource !== undefined) records.access.resource = request.resource;
+  if (request.act !== undefined) records.access.act = request.act;
+  if (request.auth_time !== undefined) records.access.auth_time = request.auth_time;
   if (request.refresh_expires_at !== undefined &&
     // Stryker disable next-line ConditionalExpression: every grant that asks for a refresh token passes its grant_id; this narrows the type
     request.grant_id !== undefined) {
@@ -83,6 +89,8 @@ export function mintTokens(
     // Stryker disable next-line LogicalOperator: one resource is bound per grant, so a narrowed audience equals the bound one
     const refreshResource = request.refresh_resource ?? request.resource;
     if (refreshResource !== undefined) records.refresh.resource = refreshResource;
+    if (request.act !== undefined) records.refresh.act = request.act;
+    if (request.auth_time !== undefined) records.refresh.auth_time = request.auth_time;
   }
   return { response, records };
 }

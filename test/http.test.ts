@@ -110,7 +110,7 @@ describe("readParams", () => {
       }),
       { numRuns: 20_000 },
     );
-  });
+  }, 60_000); // 20,000 runs: seconds on a quiet machine, more on a loaded one
 
   test("equals the URLSearchParams version on random forms, under random limits", () => {
     fc.assert(
@@ -128,7 +128,7 @@ describe("readParams", () => {
       }),
       { numRuns: 5_000 },
     );
-  });
+  }, 60_000);
 
   test("cases worth naming", () => {
     const parse = (text: string) => outcome(() => readParams(text));

@@ -8,11 +8,13 @@ import { cases as authorize } from "./authorize.ts";
 import { cases as authorizeRedirect } from "./authorize_redirect.ts";
 import { cases as bearer } from "./bearer.ts";
 import { cases as concurrency } from "./concurrency.ts";
+import { cases as identityGrants } from "./identity_grants.ts";
 import { cases as jwtAccessTokens } from "./jwt_access_tokens.ts";
 import { cases as mcp } from "./mcp.ts";
 import { cases as mcp2026 } from "./mcp_2026.ts";
 import { cases as metadata } from "./metadata.ts";
 import { cases as pages } from "./pages.ts";
+import { cases as privateKeyJwt } from "./private_key_jwt.ts";
 import { cases as requirements } from "./requirements.ts";
 import { cases as response } from "./response.ts";
 import { cases as securityCode } from "./security_code.ts";
@@ -41,4 +43,6 @@ export const ALL_CASES: readonly CaseDef[] = [
   ...jwtAccessTokens,
   ...mcp,
   ...mcp2026,
+  ...privateKeyJwt,
+  ...identityGrants,
 ];

@@ -225,9 +225,8 @@ export async function serveNode(app: FetchApp, options: ServeNodeOptions): Promi
   const listener = toNodeListener(app, listenerOptions);
   // Responses in flight, so that close() can end their connections after them instead of keeping them alive.
   // A plain list without a "close" listener per response (a measurable share of a token request), swept once
-  // it holds twice what is still in flight, so that a finished response is let go soon. Held for up to 1,024
-  // requests in a Set, responses cost about 12 % more instructions per token request (valgrind, 8,000
-  // requests): they outlived young-generation collections, and a Set gives each one an identity hash.
+  // it holds twice what is still in flight, so that a finished response is let go soon (held longer, in a Set,
+  // they outlived young-generation collections and each got an identity hash, at a cost per request).
   let active: ServerResponse[] = [];
   let sweepAt = 64;
   let closing: Promise<void> | undefined;

@@ -10,10 +10,15 @@ import type { ClientAuthMethod } from "../core/client_auth.ts";
 import { clientSecretBasic } from "./client_secret_basic.ts";
 import { clientSecretPost } from "./client_secret_post.ts";
 import { none } from "./none.ts";
+import { privateKeyJwt } from "./private_key_jwt.ts";
 
-/** The methods, in the order a request is read: the header first, then the form. */
+/**
+ * The methods, in the order a request is read: the header first, then the form; a client assertion before
+ * `none`, whose bare `client_id` may sit beside it.
+ */
 export const CLIENT_AUTH_METHODS: Readonly<Record<string, ClientAuthMethod>> = Object.freeze({
   client_secret_basic: clientSecretBasic,
   client_secret_post: clientSecretPost,
+  private_key_jwt: privateKeyJwt,
   none,
 });

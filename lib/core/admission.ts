@@ -12,6 +12,7 @@ import { randomToken } from "../crypto.ts";
 import { sha256 } from "../sha256.ts";
 import { checkRedirectUriValue } from "../registration_rules.ts";
 import { applicationTypeProblem, impliedApplicationType } from "./application_type.ts";
+import { authenticationProblem, type TokenEndpointAuthMethod } from "./client_keys.ts";
 import type { ClientOrigin, ClientRecord } from "../storage/types.ts";
 import { reservedNames, unsafeNameCharacter } from "./names.ts";
 import type { AuthMethodTraits, GrantTraits } from "./traits.ts";
@@ -35,6 +36,15 @@ export interface ClientDraft {
   introspection?: "own" | "all";
   /** The client's access-token format (RFC 9068), over the server's; kept in `metadata`. Operators only. */
   access_token_format?: "opaque" | "jwt";
+  /**
+   * How the client authenticates (RFC 7591 §2); kept in `metadata`. Default: `none` for public clients, a secret
+   * method for confidential ones. `private_key_jwt` (RFC 7523 §2.2) needs `jwks` or `jwks_uri`, and no secret.
+   */
+  token_endpoint_auth_method?: TokenEndpointAuthMethod;
+  /** The public keys of a `private_key_jwt` client (a JWK Set, RFC 7517 §5); kept in `metadata`. */
+  jwks?: { keys: Record<string, unknown>[] };
+  /** Where the public keys of a `private_key_jwt` client are published; kept in `metadata`. */
+  jwks_uri?: string;
   /** Registration metadata echoed back and kept (client_uri, logo_uri, application_type, …). */
   metadata?: Record<string, unknown>;
 }
@@ -195,8 +205,17 @@ export function clientAdmission(options: AdmissionOptions): ClientAdmission {
           fail("default_scope", `the default scope of client "${clientId}" must be a space-delimited list of its scopes`);
         }
       }
+      const auth = {
+        ...(draft.token_endpoint_auth_method === undefined ? {} : { method: draft.token_endpoint_auth_method }),
+        ...(draft.jwks === undefined ? {} : { jwks: draft.jwks }),
+        ...(draft.jwks_uri === undefined ? {} : { jwks_uri: draft.jwks_uri }),
+      };
+      const authProblem = authenticationProblem(auth, {
+        clientId, type: draft.type, hasSecret: draft.client_secret !== undefined, origin, relaxHttp, methods: new Set(methods.keys()),
+      });
+      if (authProblem !== null) fail(...authProblem);
       let secret: string | undefined;
-      if (draft.type === "confidential") {
+      if (draft.type === "confidential" && auth.method !== "private_key_jwt") {
         secret = draft.client_secret ?? randomToken();
         if (typeof secret !== "string" || secret.length < 16) fail("client_secret", `the secret of client "${clientId}" must be at least 16 characters`);
       } else if (draft.client_secret !== undefined) {
@@ -231,6 +250,9 @@ export function clientAdmission(options: AdmissionOptions): ClientAdmission {
         metadata.application_type = impliedApplicationType(redirectUris);
       }
       if (draft.access_token_format !== undefined) metadata.access_token_format = draft.access_token_format;
+      if (auth.method !== undefined) metadata.token_endpoint_auth_method = auth.method;
+      if (auth.jwks !== undefined) metadata.jwks = structuredClone(auth.jwks);
+      if (auth.jwks_uri !== undefined) metadata.jwks_uri = auth.jwks_uri;
       if (Object.keys(metadata).length > 0) client.metadata = metadata;
       for (const rule of rules) rule(client, { origin, authorized, grants });
       if (!self) reserved.add(client.name);

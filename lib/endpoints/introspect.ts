@@ -50,6 +50,8 @@ export const introspectEndpoint: Endpoint = defineEndpoint({
         // RFC 7662 §2.2, RFC 8707: the audience, a string when there is one.
         ...(record.resource === undefined ? {} : { aud: record.resource.length === 1 ? record.resource[0] : record.resource }),
         iss: view.issuer,
+        // RFC 8693 §4.1, §2.2: the actor of a delegation, as in the JWT.
+        ...(record.act === undefined ? {} : { act: record.act }),
       });
     },
   },

@@ -63,6 +63,8 @@ export interface ClientMetadataDocumentFeatureOptions {
 export interface ClientMetadataDocuments {
   /** Whether this client_id should be resolved through a document. */
   handles(clientId: string): boolean;
+  /** Origins exempt from the https and private-host rules: documents' and their clients' key sets (`jwks_uri`). */
+  readonly allowOrigins: readonly string[];
   readonly resolver: DocumentResolver;
   /** New document clients and failures per address. */
   readonly throttle: Throttle;
@@ -83,6 +85,7 @@ export function clientMetadataDocuments(
   const allowOrigins = options.allowOrigins ?? [];
   return {
     handles: (clientId) => options.enabled === true && isClientIdUrl(clientId, allowOrigins),
+    allowOrigins,
     resolver: documentResolver({ allowOrigins, fetch: options.fetch, allowFetch: options.allowFetch, timeout: options.timeout ?? 5000 }),
     // A ceiling per address against floods, not a quota: it counts only URLs this server has no client for.
     throttle: memoryThrottle({ maxFailures: options.maxPerHour ?? 20, windowSeconds: 3600, blockSeconds: 600 }),

@@ -60,7 +60,10 @@ export function isClientIdUrl(clientId: string, allowOrigins: readonly string[] 
   return URL.canParse(clientId);
 }
 
-/** Checks a parsed document and turns it into a public client record, through the one door for clients. */
+/**
+ * Checks a parsed document and turns it into a client record, through the one door for clients: a public client,
+ * or a confidential one that proves itself with the keys the document publishes (`private_key_jwt`).
+ */
 export function documentClient(document: unknown, clientId: string, context: DocumentContext, exempt = false): ClientRecord {
   if (typeof document !== "object" || document === null || Array.isArray(document)) {
     throw invalid("The client's metadata document is not a JSON object");
@@ -86,13 +89,15 @@ export function documentClient(document: unknown, clientId: string, context: Doc
   if (typeof method === "string" && SECRET_METHODS.includes(method)) {
     throw invalid("The client's metadata document asks for a shared secret");
   }
-  // The client authenticates with `none` (PKCE only): it must say so, or offer it among its choices (the
-  // RP-Metadata-Choices array ChatGPT sends), or say nothing.
-  const choices = d.token_endpoint_auth_methods_supported;
-  const offersNone = Array.isArray(choices) && choices.includes("none");
-  if ((method !== undefined && method !== "none" && !offersNone) || (method === undefined && Array.isArray(choices) && !offersNone)) {
-    throw invalid("The client's metadata document does not offer the none authentication method");
+  // The client authenticates with `none` (PKCE only), or with its own key (`private_key_jwt`, RFC 7523 §2.2: the
+  // document publishes its public keys, the draft's §4.2): it must say so, or offer one among its choices (the
+  // RP-Metadata-Choices array ChatGPT sends; none is preferred there, as before), or say nothing.
+  const choices = Array.isArray(d.token_endpoint_auth_methods_supported) ? d.token_endpoint_auth_methods_supported : undefined;
+  const chosen = method ?? (choices === undefined ? "none" : choices.includes("none") ? "none" : choices.includes("private_key_jwt") ? "private_key_jwt" : undefined);
+  if (chosen !== "none" && chosen !== "private_key_jwt") {
+    throw invalid("The client's metadata document offers neither the none nor the private_key_jwt authentication method");
   }
+  const keyed = chosen === "private_key_jwt";
   // Grant types this server lacks are ignored, not refused (Claude lists jwt-bearer beside authorization_code);
   // absent ones take the door's default (the code flow and refresh).
   const declared = Array.isArray(d.grant_types) ? d.grant_types : undefined;
@@ -108,10 +113,15 @@ export function documentClient(document: unknown, clientId: string, context: Doc
   const draft: ClientDraft = {
     client_id: clientId,
     name: d.client_name,
-    type: "public",
+    type: keyed ? "confidential" : "public",
     redirect_uris: d.redirect_uris as string[],
     scopes,
     ...(grantTypes === undefined ? {} : { grant_types: grantTypes }),
+    // The door checks the keys: a JWK Set of public keys, or an https URL on a public host (an origin the
+    // operator listed excepted).
+    ...(keyed ? { token_endpoint_auth_method: "private_key_jwt" as const } : {}),
+    ...(keyed && d.jwks !== undefined ? { jwks: d.jwks as NonNullable<ClientDraft["jwks"]> } : {}),
+    ...(keyed && d.jwks_uri !== undefined ? { jwks_uri: d.jwks_uri as string } : {}),
     metadata,
   };
   const defaults = context.defaultScope?.split(" ").filter((s) => scopes.includes(s)) ?? [];

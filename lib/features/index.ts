@@ -11,6 +11,9 @@ import type { FeatureOptions } from "../core/feature.ts";
 import { type ClientMetadataDocumentFeatureOptions, clientMetadataDocumentsFeature } from "./client_metadata_documents.ts";
 import { cors, type CorsOptions } from "./cors.ts";
 import { type JwtAccessTokenOptions, jwtAccessTokens } from "./jwt_access_tokens.ts";
+import { type JwtBearerOptions, jwtBearer } from "./jwt_bearer.ts";
+import { type KeySetOptions, keySetsFeature } from "./private_key_jwt.ts";
+import { tokenExchange, type TokenExchangeFeatureOptions } from "./token_exchange.ts";
 import { offlineAccess, type OfflineAccessOptions } from "./offline_access.ts";
 import { profile, type ProfileOptions } from "./profile.ts";
 import { refreshGrace, type RefreshGraceOptions } from "./refresh_grace.ts";
@@ -27,6 +30,9 @@ export const FEATURES: readonly [
   typeof cors,
   typeof offlineAccess,
   typeof jwtAccessTokens,
+  typeof keySetsFeature,
+  typeof jwtBearer,
+  typeof tokenExchange,
 ] = [
   profile,
   resourceIndicators,
@@ -36,6 +42,9 @@ export const FEATURES: readonly [
   cors,
   offlineAccess,
   jwtAccessTokens,
+  keySetsFeature,
+  jwtBearer,
+  tokenExchange,
 ];
 
 /** The options every feature adds to `createAuthorizationServer`. */
@@ -47,7 +56,10 @@ export type FeaturesOptions =
   & ClientMetadataDocumentFeatureOptions
   & CorsOptions
   & OfflineAccessOptions
-  & JwtAccessTokenOptions;
+  & JwtAccessTokenOptions
+  & KeySetOptions
+  & JwtBearerOptions
+  & TokenExchangeFeatureOptions;
 
 // Fails to compile when a feature of FEATURES is missing from FeaturesOptions, or the other way round.
 type Derived = FeatureOptions<typeof FEATURES>;

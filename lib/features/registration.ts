@@ -47,8 +47,11 @@ export interface Registration {
 
 /** Metadata stored and echoed as given, when they are strings (RFC 7591 §2). */
 const ECHOED_STRINGS = ["client_uri", "logo_uri", "tos_uri", "policy_uri", "software_id", "software_version"];
-/** The secret-proving methods a registration may ask for; `none` makes a public client. */
-const REGISTRABLE_METHODS = ["client_secret_basic", "client_secret_post", "none"];
+/**
+ * The methods a registration may ask for: `none` makes a public client, the others a confidential one, which
+ * proves itself with a secret or, for `private_key_jwt` (RFC 7523 §2.2), with the keys it registers.
+ */
+const REGISTRABLE_METHODS = ["client_secret_basic", "client_secret_post", "private_key_jwt", "none"];
 
 const metadataError = (description: string) => new OAuthError("invalid_client_metadata", { description });
 const isString = (v: unknown): v is string => typeof v === "string" && v !== "";
@@ -113,13 +116,18 @@ export function registrationDraft(body: unknown, scopes: ReadonlyMap<string, str
   }
   const metadata: Record<string, unknown> = {};
   for (const key of [...ECHOED_STRINGS, "contacts", "application_type"]) if (m[key] !== undefined) metadata[key] = m[key];
-  metadata.token_endpoint_auth_method = method;
+  // RFC 7591 §2: jwks and jwks_uri are for private_key_jwt; the door checks them (shape, https, no private host).
+  if (m.jwks !== undefined && (typeof m.jwks !== "object" || m.jwks === null || Array.isArray(m.jwks))) throw metadataError("jwks must be a JWK Set");
+  if (m.jwks_uri !== undefined && !isString(m.jwks_uri)) throw metadataError("jwks_uri must be a string");
   const draft: ClientDraft = {
     name: isString(m.client_name) ? m.client_name : "Unnamed application",
     type: method === "none" ? "public" : "confidential",
     redirect_uris: redirectUris as string[],
     scopes: [...new Set(asked)],
     ...(grants === undefined ? {} : { grant_types: grants as string[] }),
+    token_endpoint_auth_method: method as NonNullable<ClientDraft["token_endpoint_auth_method"]>,
+    ...(m.jwks === undefined ? {} : { jwks: m.jwks as NonNullable<ClientDraft["jwks"]> }),
+    ...(m.jwks_uri === undefined ? {} : { jwks_uri: m.jwks_uri as string }),
     metadata,
   };
   const defaults = defaultScope?.split(" ").filter((s) => asked.includes(s)) ?? [];

@@ -137,6 +137,8 @@ export async function createReferenceApp(options: ReferenceAppOptions): Promise<
     },
     ...(config.body_timeout_seconds === undefined ? {} : { limits: { bodyTimeout: config.body_timeout_seconds * 1000 } }),
     authenticateUser: login,
+    // Identity assertions (ID-JAG) of trusted issuers: the user whose configured email the assertion names.
+    linkUser: linkByEmail(config.users),
   });
   // Signing keys: a runtime without the algorithm, or a secret that does not open the stored keys, stops the start.
   await server.keys.ready();
@@ -276,6 +278,15 @@ function schedulePurge(
   }, interval);
   (timer as { unref?: () => void }).unref?.();
   return timer;
+}
+
+/**
+ * Links an identity assertion to the user whose `email` it names, compared without case (the draft §3 recommends
+ * the claim for subject resolution). An address the issuer marks unverified never reaches here.
+ */
+function linkByEmail(users: readonly ConfigUser[]): (identity: { email?: string }) => string | null {
+  const byEmail = new Map(users.flatMap((u) => (u.email === undefined ? [] : [[u.email.toLowerCase(), u.username] as const])));
+  return (identity) => (identity.email === undefined ? null : byEmail.get(identity.email.toLowerCase()) ?? null);
 }
 
 function landing(server: AuthorizationServer): ResponseParts {

@@ -35,9 +35,11 @@ export interface ConfigUser {
   password?: string;
   /** Display name; default the username. */
   name?: string;
+  /** The e-mail address identity assertions (ID-JAG) are linked by. */
+  email?: string;
 }
 
-/** A client in the config file; it is confidential exactly when it has a `client_secret`. */
+/** A client in the config file; it is confidential exactly when it has a `client_secret` or uses `private_key_jwt`. */
 export interface ConfigClient {
   client_id: string;
   client_secret?: string;
@@ -51,6 +53,12 @@ export interface ConfigClient {
   introspection?: "own" | "all";
   /** The client's access-token format, over the top-level `access_token_format`. */
   access_token_format?: "opaque" | "jwt";
+  /** How the client authenticates; `private_key_jwt` makes it confidential without a secret. */
+  token_endpoint_auth_method?: "client_secret_basic" | "client_secret_post" | "private_key_jwt" | "none";
+  /** A `private_key_jwt` client's public keys. */
+  jwks?: { keys: Record<string, unknown>[] };
+  /** Where a `private_key_jwt` client's public keys are published. */
+  jwks_uri?: string;
 }
 
 /**
@@ -82,6 +90,18 @@ export interface ReferenceConfig {
   /** The keys that sign JWT access tokens; setting it (or access_token_format) serves /jwks. */
   signing_keys?: { algorithm?: "ES256" | "EdDSA" | "RS256" | "PS256"; rotate_after_days?: number; retire_after_days?: number };
   cors?: { origins?: string[] };
+  /** Identity providers and workload platforms whose JWTs the jwt-bearer grant and token exchange accept. */
+  trusted_issuers?: {
+    issuer: string;
+    jwks_uri?: string;
+    jwks?: { keys: Record<string, unknown>[] };
+    kind: "id-jag" | "workload";
+    clients: string[];
+    scopes: string[];
+    audiences?: string[];
+  }[];
+  /** Token exchange (RFC 8693). */
+  token_exchange?: { enabled?: boolean };
   refresh_grace_seconds?: number;
   /** Refresh tokens of the code flow only when `offline_access` is granted (MCP 2026-07-28). */
   offline_access?: boolean;
@@ -190,24 +210,32 @@ export function parseConfig(
   config.clients ??= [];
   delete (config as { $schema?: unknown }).$schema;
   unique(config.users.map((u) => u.username), (i, name) => fail(`users[${i}].username`, `"${name}" appears twice`));
+  // Each user's password; and one user per address: identity assertions are linked by it, so two users sharing one would be ambiguous.
+  const emails = new Set<string>();
   config.users.forEach((u, i) => {
     if ((u.password === undefined) === (u.password_hash === undefined)) fail(`users[${i}]`, 'give exactly one of "password_hash" and "password"');
     if (u.password_hash !== undefined && !isPasswordHash(u.password_hash)) {
       fail(`users[${i}].password_hash`, "is not a hash from `oauth2-fetch-server hash-password`");
     }
+    const email = u.email?.toLowerCase();
+    if (email !== undefined && emails.has(email)) fail(`users[${i}].email`, `"${u.email}" appears twice`);
+    if (email !== undefined) emails.add(email);
   });
   unique(config.scopes.map((s) => s.name), (i, name) => fail(`scopes[${i}].name`, `"${name}" appears twice`));
   unique(config.clients.map((c) => c.client_id), (i, id) => fail(`clients[${i}].client_id`, `"${id}" appears twice`));
   return config;
 }
 
-/** A client of the config file as a registration: it is confidential exactly when it has a secret. */
+/**
+ * A client of the config file as a registration: it is confidential exactly when it has a secret or signs with
+ * its own key (`private_key_jwt`).
+ */
 export function configClient(c: ConfigClient): ClientRegistration {
   return {
     client_id: c.client_id,
     ...(c.client_secret === undefined ? {} : { client_secret: c.client_secret }),
     name: c.name,
-    type: c.client_secret === undefined ? "public" : "confidential",
+    type: c.client_secret === undefined && c.token_endpoint_auth_method !== "private_key_jwt" ? "public" : "confidential",
     redirect_uris: c.redirect_uris ?? [],
     scopes: c.scopes,
     grant_types: c.grant_types,
@@ -215,6 +243,9 @@ export function configClient(c: ConfigClient): ClientRegistration {
     ...(c.default_scope === undefined ? {} : { default_scope: c.default_scope }),
     ...(c.introspection === undefined ? {} : { introspection: c.introspection }),
     ...(c.access_token_format === undefined ? {} : { access_token_format: c.access_token_format }),
+    ...(c.token_endpoint_auth_method === undefined ? {} : { token_endpoint_auth_method: c.token_endpoint_auth_method }),
+    ...(c.jwks === undefined ? {} : { jwks: c.jwks }),
+    ...(c.jwks_uri === undefined ? {} : { jwks_uri: c.jwks_uri }),
   };
 }
 

@@ -7,7 +7,10 @@
  * @module
  */
 import { configSchema as schemaOf } from "../core/option_config.ts";
+import { JWK_SET_TYPE } from "../core/client_keys.ts";
 import type { OptionSpec, OptionType } from "../core/option_table.ts";
+import { JWT_BEARER } from "../features/jwt_bearer.ts";
+import { TOKEN_EXCHANGE } from "../features/token_exchange.ts";
 import { GRANTS } from "../grants/registry.ts";
 import { OPTIONS } from "../server.ts";
 
@@ -27,6 +30,7 @@ const USER: OptionType = {
     str("password_hash", 'A hash from `oauth2-fetch-server hash-password` ("pbkdf2-sha256$…").', { secret: true }),
     str("password", "Plaintext password: works, but the server warns at start. Prefer password_hash.", { secret: true }),
     str("name", "Display name; default the username."),
+    str("email", "The user's e-mail address: identity assertions (ID-JAG) of trusted issuers are linked to the user by it."),
   ],
 };
 
@@ -41,13 +45,19 @@ const CLIENT: OptionType = {
     strings("scopes", "Scopes the client may ask for; each must be declared in the top-level scopes."),
     {
       key: "grant_types",
-      type: { kind: "list", items: { kind: "string", enum: Object.keys(GRANTS) } },
+      // The grants of features too; a client naming one whose feature is off is refused at start.
+      type: { kind: "list", items: { kind: "string", enum: [...Object.keys(GRANTS), JWT_BEARER, TOKEN_EXCHANGE] } },
       doc: "Grant types the client may use.",
     },
     bool("client_credentials_refresh_token", "Whether a client_credentials response carries a refresh token (needs the refresh_token grant)."),
     str("default_scope", "Scope granted when a request names none; within the client's scopes."),
     str("introspection", 'Which tokens the client may introspect: its own ("own", default) or every one ("all").', { enum: ["own", "all"] }),
     str("access_token_format", 'The client\'s access tokens: "opaque" or "jwt" (RFC 9068), over the top-level access_token_format.', { enum: ["opaque", "jwt"] }),
+    str("token_endpoint_auth_method", 'How the client authenticates; "private_key_jwt" (RFC 7523) needs jwks or jwks_uri and no client_secret.', {
+      enum: ["client_secret_basic", "client_secret_post", "private_key_jwt", "none"],
+    }),
+    { key: "jwks", type: JWK_SET_TYPE, doc: "A private_key_jwt client's public keys (a JWK Set)." },
+    str("jwks_uri", "Where a private_key_jwt client publishes its public keys (fetched as given, loopback included)."),
   ],
 };
 

@@ -424,6 +424,19 @@ export function storageContract(makeStore: () => Storage | Promise<Storage>, opt
       assert((await store.markOnce(key, T0 + 120_000, T0 + 60_000)) === true, "an expired mark can be set again");
       assert((await store.markOnce(key, T0 + 180_000, T0 + 61_000)) === false, "and is then live again");
     }),
+    // The server spends assertion jtis (private_key_jwt, ID-JAG) and DPoP proof jtis with markOnce: a key of a fixed
+    // prefix and a hash, marked until the assertion's exp.
+    check(`marks as a jti store: ${n} concurrent spends of one jti have one winner; a jti is spent until exp, per prefix`, async (store) => {
+      const exp = T0 + 330_000;
+      const hash = id("h").replace(/[^A-Za-z0-9]/g, "_").padEnd(43, "-");
+      const key = (use: string) => `jti:${use}:${hash}`;
+      const results = await Promise.all(Array.from({ length: n }, () => store.markOnce(key("client_assertion"), exp, T0)));
+      assert(winnersOf(results).length === 1, `exactly one spend of a jti wins (got ${winnersOf(results).length})`);
+      assert((await store.markOnce(key("id_jag"), exp, T0)) === true, "the same hash under another prefix is another jti");
+      assert((await store.markOnce(key("client_assertion"), exp, exp - 1)) === false, "a jti stays spent until its exp");
+      assert((await store.isMarked(key("client_assertion"), exp)) === false, "and no longer at its exp");
+      assert((await store.markOnce(key("client_assertion"), exp + 330_000, exp)) === true, "once expired, the mark may be set again");
+    }),
     check(`settings: ${n} concurrent initSetting calls all get the first value`, async (store) => {
       const name = id("setting");
       const values = Array.from({ length: n }, (_, i) => `value-${i}`);

@@ -5,7 +5,7 @@
  * that is what makes {@link Storage.redeemCode}, {@link Storage.rotateRefreshToken} and
  * {@link Storage.markOnce} safe here. Expired records are dropped by an incremental sweep over expiry buckets:
  * each write visits at most a bounded slice of them, so memory stays bounded by the number of live records and
- * no request pays for a large backlog (issue 14: one sweep of 1M records once stalled a request for 402 ms).
+ * no request pays for a large backlog (one sweep of a million records would stall the request that runs it).
  * The indexes that grow with the records are {@link TieredMap}s, and expiry buckets grow in fixed chunks, so
  * each write lands in a small container: on Bun (JavaScriptCore) a write into one large Map or array made every
  * young garbage collection re-scan all of it, which halved throughput past 100k stored tokens.
@@ -31,7 +31,7 @@ export interface MemoryStorageOptions {
   sweepInterval?: number;
 }
 
-/** Most expired records one write visits: about 0.2 ms of work at 0.4 µs each. */
+/** Most expired records one write visits: a bound on the sweep's share of one request. */
 const SWEEP_SLICE = 512;
 /**
  * Records per chunk of an expiry bucket: a bucket grows by whole chunks, so an append writes a small array

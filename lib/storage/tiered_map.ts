@@ -1,20 +1,14 @@
 /**
  * String-keyed maps for the in-memory store's large indexes, laid out for the JavaScript engine's collector.
  *
- * Why (issue 14, measured on Bun 1.4): JavaScriptCore remembers a written object as a whole, so every young
- * ("eden") collection re-scans each old Map written since the previous one, entry by entry. One Map of 1M
- * tokens receiving a new token per request therefore turned every young collection into a 9 MB scan
- * (`BUN_JSC_logGC=1`: eden cycles of 130-260 ms instead of 0.3-8 ms), during which JSC's collector scheduler
- * holds the request thread back (its mutator share, `mu=0.6`), so throughput over HTTP halved at 100k+ stored
- * tokens while the server sat partly idle. On JavaScriptCore the indexes are therefore {@link SplitMap}s.
+ * Why: JavaScriptCore (Bun) remembers a written object as a whole, so every young collection re-scans each old
+ * Map written since the previous one, entry by entry; with one large Map the collector's pauses halved
+ * throughput at 100k+ stored tokens. On JavaScriptCore the indexes are therefore {@link SplitMap}s.
  *
- * V8 (Node, Deno) remembers single slots and never had that problem, and there the split costs: every key is
- * written twice and looked up in up to three maps. A Node client_credentials request over HTTP took 195 thousand
- * instructions with split indexes against 185-188 thousand with plain `Map`s (callgrind, 6,000 requests after
- * 20,000; the CPU time per request over HTTP is the same within the bench's noise). But a plain `Map` grows by
- * rehashing every entry at once: 105 ms for the write that reaches 1,048,576 keys on Node 22 and Deno 2.9,
- * 35-51 ms at 524,288. So on V8 the indexes are {@link PartedMap}s: one `Map` while small, then 256 of them, each
- * key written once (186.6-187.2 thousand instructions in the same run).
+ * V8 (Node, Deno) remembers single slots and never had that problem, and there a split costs (every key written
+ * twice, looked up in up to three maps), while one plain `Map` stalls a request when it rehashes at each doubling.
+ * So on V8 the indexes are {@link PartedMap}s: one `Map` while small, then 256 of them, each key written once.
+ * The measurements are in `test/bench/HISTORY.md`.
  *
  * The engine is told apart by a language feature, not by a runtime's globals: JavaScriptCore gives every error
  * a numeric `line` property, V8 does not.
@@ -61,10 +55,8 @@ function partOf(key: string, parts: number): number {
  * least 4096 keys) it is moved, a slice per write, into 4096 `settled` maps chosen by the key's last characters
  * (the keys of the large indexes are SHA-256 hashes in base64url, so spread evenly). Between moves the settled
  * maps are not written, so a young collection re-scans only the fresh map; while a slice is moved, only the few
- * settled maps it wrote (1M keys: about 250 entries each). With 64 settled maps instead, a slice wrote most of
- * them, so a young collection during a move re-scanned nearly the whole index: Bun, 1M stored tokens, 5 s of
- * client_credentials in process at 32 in flight, three alternating runs under load: p99 5.1-5.8 ms and max
- * 68-115 ms with 64, 2.9-3.8 ms and 29-40 ms with 4096. A key lives in exactly one map.
+ * settled maps it wrote. With few settled maps, a slice wrote most of them, so a young collection during a move
+ * re-scanned nearly the whole index and the tail latency doubled. A key lives in exactly one map.
  *
  * The newest value of a key wins: `set` always writes `fresh` and a lookup tries `fresh`, then
  * the map being settled, then `settled`, so no write needs a lookup first. A key set again while an older value
@@ -169,8 +161,8 @@ const V8_PARTS = 256;
 
 /**
  * The layout for V8: one `Map` up to {@link SPLIT_AT} keys, then {@link V8_PARTS} of them, so that no write
- * ever rehashes a huge table (a V8 `Map` doubles by rehashing every entry at once: 105 ms at 1,048,576 keys on
- * Node 22 and Deno 2.9, 35-51 ms at 524,288). The split moves the first keys once, a slice per write; every
+ * ever rehashes a huge table (a V8 `Map` doubles by rehashing every entry at once, which stalls the request
+ * that triggers it for as long as a million-key copy takes). The split moves the first keys once, a slice per write; every
  * later key is written once, to its part. A key lives in exactly one map.
  */
 export class PartedMap<V> implements IndexMap<V> {

@@ -13,7 +13,7 @@ describe("the case catalogue", () => {
     const ids = ALL_CASES.map((c) => c.id);
     expect(new Set(ids).size).toBe(ids.length);
     for (const c of ALL_CASES) {
-      expect(c.id).toMatch(/^(AUTHZ|TOKEN|RESP|BEARER|SEC|CONC|PAGES|META|REVOKE|MCP|JWT)-[A-Z0-9_-]+$/);
+      expect(c.id).toMatch(/^(AUTHZ|TOKEN|RESP|BEARER|SEC|CONC|PAGES|META|REVOKE|MCP|JWT|ID)-[A-Z0-9_-]+$/);
       expect(c.ref).toMatch(/spec §|RFC \d+/);
     }
   });

@@ -32,6 +32,8 @@ export const DOCUMENTS: DocumentServer = await openDocumentServer("http://127.0.
 export function referenceTarget(web = false, file: string = TARGET_FILE): Target {
   const json = JSON.parse(readFileSync(file, "utf8"));
   if (json.client_metadata_documents !== undefined) json.client_metadata_documents.origin = DOCUMENTS.origin;
+  // The suite serves its identity keys from the same host.
+  if (json.identity !== undefined) json.identity.origin = DOCUMENTS.origin;
   if (web) for (const role of ["public", "confidential"]) json.clients[role].redirect_uri = WEB_REDIRECT;
   return parseTarget(json);
 }
@@ -81,7 +83,7 @@ export async function referenceApp(
 
 /** Runs the whole suite in-process against `fetch` (the reference target, or `target`). */
 export function run(fetch: Handler, options: ConformanceOptions = {}, target: Target = referenceTarget()): Promise<Report> {
-  return runConformance(target, { fetch, timeoutMs: 10_000, documents: DOCUMENTS, ...options });
+  return runConformance(target, { fetch, timeoutMs: 10_000, documents: DOCUMENTS, keys: DOCUMENTS, ...options });
 }
 
 /** The ids of the cases that did not pass, with their messages, for assertion output. */

@@ -6,10 +6,11 @@ import { describe, expect, it } from "vitest";
 import { ALL_CASES, EVERY_PROFILE } from "../../conformance/mod.ts";
 import { referenceMcpApp } from "../../conformance/targets/reference_mcp_app.ts";
 import { DOCUMENTS, jwtConfig, MCP_TARGET_FILE, problems, referenceApp, referenceTarget, run, TARGET_FILE, webConfig } from "./reference.ts";
+import { IDENTITY_VARIANTS } from "./identity_variants.ts";
 import { JWT_VARIANTS } from "./jwt_variants.ts";
 import { VARIANTS as CORE_VARIANTS } from "./variants.ts";
 
-const VARIANTS = [...CORE_VARIANTS, ...JWT_VARIANTS];
+const VARIANTS = [...CORE_VARIANTS, ...JWT_VARIANTS, ...IDENTITY_VARIANTS];
 
 describe("the conformance suite against the reference server (in-process)", () => {
   for (const profile of EVERY_PROFILE) {
@@ -23,10 +24,12 @@ describe("the conformance suite against the reference server (in-process)", () =
         // The plain demo serves no MCP resource, endpoint, registration or client metadata documents: those cases
         // are not offered (and the mcp profile warns that CIMD is missing); the MCP deployment's test runs them.
         // It also keeps the spec's one-scope rule, so a request beyond a client's scopes is refused, not narrowed.
-        const mcpOnly = (p: string) => /^(SKIP|NOT_OFFERED) MCP-/.test(p) || /^WARN MCP-(CIMD-SUPPORTED|SCOPE-NARROWED):/.test(p);
+        // Nor the identity roles (no private_key_jwt client, no trusted issuer, no token exchange): the MCP
+        // deployment's test runs those too.
+        const mcpOnly = (p: string) => /^(SKIP|NOT_OFFERED) (MCP|ID)-/.test(p) || /^WARN MCP-(CIMD-SUPPORTED|SCOPE-NARROWED):/.test(p);
         expect(problems(report).filter((p) => !skippedOk.some((id) => p.startsWith(`SKIP ${id}:`)) && !mcpOnly(p))).toEqual([]);
         // Discovery drops none of the cases the demo offers: every case outside MCP ran.
-        expect(report.results.filter((r) => r.verdict === "NOT_OFFERED" && !r.id.startsWith("MCP-")).map((r) => r.id)).toEqual([]);
+        expect(report.results.filter((r) => r.verdict === "NOT_OFFERED" && !/^(MCP|ID)-/.test(r.id)).map((r) => r.id)).toEqual([]);
         if (profile === "spec") {
           // Every cell of the body-field table was exercised.
           expect(report.matrix).toHaveLength(40);
@@ -45,6 +48,8 @@ describe("the reference server as an MCP deployment (in-process)", () => {
     const offByDefault = /^(SKIP (AUTHZ-REDIRECT-VARIANT-PORT|SEC-CODE-EXPIRED)|NOT_OFFERED (MCP-OFFLINE-ACCESS|JWT-AT-[A-Z-]+)):/;
     expect(problems(report).filter((p) => !offByDefault.test(p))).toEqual([]);
     expect(report.results.filter((r) => r.id.startsWith("MCP-") && r.verdict === "PASS")).toHaveLength(26);
+    // The identity cases: the suite signs as the client, the identity provider and the workload platform.
+    expect(report.results.filter((r) => r.id.startsWith("ID-") && r.verdict === "PASS")).toHaveLength(32);
   });
 
   it("with offline_access on, passes the cases of MCP hosts that ask for it", async () => {

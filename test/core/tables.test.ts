@@ -40,10 +40,10 @@ describe("the grant registry", () => {
 });
 
 describe("the client authentication registry", () => {
-  it("lists its methods in the metadata; introspection only those that prove a secret", () => {
-    expect(metadata.token_endpoint_auth_methods_supported).toEqual(["client_secret_basic", "client_secret_post", "none"]);
-    expect(metadata.revocation_endpoint_auth_methods_supported).toEqual(["client_secret_basic", "client_secret_post", "none"]);
-    expect(metadata.introspection_endpoint_auth_methods_supported).toEqual(["client_secret_basic", "client_secret_post"]);
+  it("lists its methods in the metadata; introspection only those that prove a secret or a key", () => {
+    expect(metadata.token_endpoint_auth_methods_supported).toEqual(["client_secret_basic", "client_secret_post", "private_key_jwt", "none"]);
+    expect(metadata.revocation_endpoint_auth_methods_supported).toEqual(["client_secret_basic", "client_secret_post", "private_key_jwt", "none"]);
+    expect(metadata.introspection_endpoint_auth_methods_supported).toEqual(["client_secret_basic", "client_secret_post", "private_key_jwt"]);
   });
 
   it("refuses two methods at once, even a form secret without client_id beside Basic (RFC 6749 §2.3)", async () => {

@@ -43,9 +43,13 @@ describe("authorization server metadata (RFC 8414)", () => {
         response_types_supported: ["code"],
         response_modes_supported: ["query"],
         grant_types_supported: expect.arrayContaining(["authorization_code", "refresh_token", "client_credentials"]),
-        token_endpoint_auth_methods_supported: ["client_secret_basic", "client_secret_post", "none"],
-        revocation_endpoint_auth_methods_supported: ["client_secret_basic", "client_secret_post", "none"],
-        introspection_endpoint_auth_methods_supported: ["client_secret_basic", "client_secret_post"],
+        token_endpoint_auth_methods_supported: ["client_secret_basic", "client_secret_post", "private_key_jwt", "none"],
+        revocation_endpoint_auth_methods_supported: ["client_secret_basic", "client_secret_post", "private_key_jwt", "none"],
+        introspection_endpoint_auth_methods_supported: ["client_secret_basic", "client_secret_post", "private_key_jwt"],
+        // RFC 8414 §2: private_key_jwt's algorithms (asymmetric only).
+        token_endpoint_auth_signing_alg_values_supported: ["ES256", "ES384", "EdDSA", "RS256", "PS256"],
+        revocation_endpoint_auth_signing_alg_values_supported: ["ES256", "ES384", "EdDSA", "RS256", "PS256"],
+        introspection_endpoint_auth_signing_alg_values_supported: ["ES256", "ES384", "EdDSA", "RS256", "PS256"],
         code_challenge_methods_supported: ["S256"],
         authorization_response_iss_parameter_supported: true,
       });

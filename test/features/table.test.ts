@@ -62,6 +62,7 @@ const ON: Record<string, Options> = {
   refresh_grace: { refreshGraceSeconds: 30 },
   jwt_access_tokens: { accessTokenFormat: "jwt" },
   offline_access: { offlineAccess: true },
+  jwt_bearer: { trustedIssuers: [{ issuer: "https://idp.example.com", jwksUri: "https://idp.example.com/jwks", kind: "id-jag", clients: ["a"], scopes: ["read"] }] },
 };
 /** How to switch off a feature that is on by default; null: always on. */
 const OFF: Record<string, Options | null> = {
@@ -70,6 +71,8 @@ const OFF: Record<string, Options | null> = {
   // Set up always: without its options it serves nothing (no /jwks, no jwks_uri: its own tests) and only refuses
   // clients that ask for JWTs.
   jwt_access_tokens: null,
+  // Always set up: it holds the key sets of private_key_jwt clients (a core method) and trusted issuers.
+  private_key_jwt: null,
 };
 
 const onOptions = (feature: AnyFeature): Options =>

@@ -38,7 +38,7 @@ describe("strict keys", () => {
 
   test.each([
     [(c: any) => (c.clients[0].scopes = "read"), 'clients[0].scopes: must be a list, not the string "read"'],
-    [(c: any) => (c.clients[0].grant_types = ["implicit"]), 'clients[0].grant_types[0]: must be one of "authorization_code", "refresh_token", "client_credentials", not "implicit"'],
+    [(c: any) => (c.clients[0].grant_types = ["implicit"]), 'clients[0].grant_types[0]: must be one of "authorization_code", "refresh_token", "client_credentials", "urn:ietf:params:oauth:grant-type:jwt-bearer", "urn:ietf:params:oauth:grant-type:token-exchange", not "implicit"'],
     [(c: any) => (c.refresh_grace_seconds = -1), "refresh_grace_seconds: must be at least 0"],
     [(c: any) => (c.refresh_grace_seconds = "30"), 'refresh_grace_seconds: must be a whole number, not the string "30"'],
     [(c: any) => (c.scope_policy = "many"), 'scope_policy: must be one of "single", "multiple", not "many"'],
@@ -172,7 +172,10 @@ describe("the published JSON Schema", () => {
         ? [path, ...Object.entries(schema.properties).flatMap(([k, s]) => walk(s, `${path}.${k}`))]
         : schema.type === "array" ? walk(schema.items, `${path}[]`) : [];
     const objects = walk(published, "$");
-    expect(objects.sort()).toEqual(["$", "$.users[]", "$.scopes[]", "$.clients[]", "$.registration", "$.client_metadata_documents", "$.cors", "$.metrics", "$.lifetimes", "$.signing_keys"].sort());
+    expect(objects.sort()).toEqual([
+      "$", "$.users[]", "$.scopes[]", "$.clients[]", "$.registration", "$.client_metadata_documents", "$.cors", "$.metrics", "$.lifetimes", "$.signing_keys",
+      "$.clients[].jwks", "$.clients[].jwks.keys[]", "$.trusted_issuers[]", "$.trusted_issuers[].jwks", "$.trusted_issuers[].jwks.keys[]", "$.token_exchange",
+    ].sort());
     // At each object of the schema, an unknown key is refused by the parser too.
     for (const path of objects) {
       const config: any = base();
@@ -189,12 +192,13 @@ describe("the published JSON Schema", () => {
     expect(keys(published)).toEqual(
       ["$schema", "users", "scopes", "clients", "store", "secret", "scope_policy", "default_scope", "resources", "client_metadata_documents",
         "registration", "cors", "refresh_grace_seconds", "trust_proxy", "body_timeout_seconds", "audit_log", "metrics", "lifetimes", "offline_access",
-        "access_token_format", "access_token_audience", "signing_keys"].sort(),
+        "access_token_format", "access_token_audience", "signing_keys", "trusted_issuers", "token_exchange"].sort(),
     );
     expect(keys(published.properties.clients.items)).toEqual(
-      ["client_id", "client_secret", "name", "redirect_uris", "scopes", "grant_types", "client_credentials_refresh_token", "default_scope", "introspection", "access_token_format"].sort(),
+      ["client_id", "client_secret", "name", "redirect_uris", "scopes", "grant_types", "client_credentials_refresh_token", "default_scope", "introspection", "access_token_format",
+        "token_endpoint_auth_method", "jwks", "jwks_uri"].sort(),
     );
-    expect(keys(published.properties.users.items)).toEqual(["username", "password", "password_hash", "name"].sort());
+    expect(keys(published.properties.users.items)).toEqual(["username", "password", "password_hash", "name", "email"].sort());
   });
 
   test("the demo config and the reference server's documented example pass the parser", () => {

@@ -5,7 +5,7 @@
  * `npm run docs:keys` writes them (`docs_keys.ts`); `test/features/table.test.ts` fails when one is stale.
  */
 import { configKeys, configPathOf } from "../../lib/core/option_config.ts";
-import type { OptionSpec } from "../../lib/core/option_table.ts";
+import { configKey, type OptionSpec } from "../../lib/core/option_table.ts";
 import { FEATURES } from "../../lib/features/index.ts";
 import { CONFIG_FIELDS } from "../../lib/reference/config_fields.ts";
 import { OPTIONS } from "../../lib/server.ts";
@@ -26,15 +26,17 @@ export function configKeyTable(): string {
   return table(["key", "meaning"], configKeys(CONFIG_FIELDS).map((r) => [`\`${r.key}\``, r.doc]));
 }
 
-/** The keys of each item of the config file's lists of objects (`users[]`, `clients[]`). */
+/** The keys of each item of the config file's lists of objects (`users[]`, `clients[]`, `trusted_issuers[]`). */
 export function configItemKeyTable(): string {
   const rows: string[][] = [];
   for (const spec of CONFIG_FIELDS) {
     const type = spec.type;
-    if (type.kind !== "list" || type.items.kind !== "object") continue;
-    const required = new Set(type.items.required ?? []);
-    for (const row of configKeys(type.items.fields, `${spec.key}[].`)) {
-      const own = row.key.slice(spec.key.length + 3);
+    const key = configKey(spec);
+    if (type.kind !== "list" || type.items.kind !== "object" || key === null) continue;
+    const { fields, required: requiredKeys = [] } = type.items;
+    const required = new Set(fields.filter((f) => requiredKeys.includes(f.key)).map((f) => configKey(f)));
+    for (const row of configKeys(fields, `${key}[].`)) {
+      const own = row.key.slice(key.length + 3);
       rows.push([`\`${row.key}\``, required.has(own) ? `Required. ${row.doc}` : row.doc]);
     }
   }
