@@ -237,6 +237,11 @@ export class MemoryStorage implements Storage {
   private readonly codes = new TieredMap<StoredCode>();
   private readonly access = new TieredMap<AccessTokenRecord>();
   private readonly refresh = new TieredMap<RefreshTokenRecord>();
+  /**
+   * What a refresh token keeps for the grace window, beside its record (which the store hands out): the sealed
+   * successor and the hash it replaced. Weak, so it goes with the record.
+   */
+  private readonly links = new WeakMap<RefreshTokenRecord, { sealed?: string; replaces?: string }>();
   private readonly grants = new TieredMap<GrantEntry>();
   private readonly marks = new TieredMap<number>();
   private readonly settings = new Map<string, string>();
@@ -398,17 +403,28 @@ export class MemoryStorage implements Storage {
     const grant = this.grant(token.grant_id, token.client_id, token.expires_at);
     // Stryker disable next-line ConditionalExpression: unreachable here (kept for stores that interleave): revoking a grant deletes its members at once, and a write to a revoked grant is dropped
     if (grant.revoked) return Promise.resolve(null);
-    const before = { ...token };
+    const before: RefreshTokenRecord = { ...token };
+    const links = this.links.get(token);
     if (token.rotated_at !== undefined) {
-      // A retry inside the grace window, while the successor is still unused (RFC 9700 §4.14.2 allows it).
-      if (!(graceMs > 0 && token.rotated_at > now - graceMs)) return Promise.resolve(null);
+      // A retry inside the grace window, while the successor is still unused (RFC 9700 §4.14.2 allows it): it
+      // gets the sealed successor back, and stores an access token only, so that no second chain starts.
+      if (!(graceMs > 0 && token.rotated_at > now - graceMs) || links?.sealed === undefined) return Promise.resolve(null);
       const successor = token.replaced_by === undefined ? undefined : this.refresh.get(token.replaced_by);
       if (!successor || successor.rotated_at !== undefined || successor.expires_at <= now) return Promise.resolve(null);
+      before.successor = links.sealed;
+      this.store({ access: next.access }, now);
     } else {
       token.rotated_at = now;
       if (next.refresh) token.replaced_by = next.refresh.hash;
+      this.store(next, now);
+      // The predecessor's seal is of no use once this token rotated: drop it.
+      const predecessor = links?.replaces === undefined ? undefined : this.refresh.get(links.replaces);
+      const sealedBefore = predecessor && this.links.get(predecessor);
+      if (sealedBefore) delete sealedBefore.sealed;
+      if (next.sealed !== undefined) this.links.set(token, { ...links, sealed: next.sealed });
+      const stored = next.refresh && this.refresh.get(next.refresh.hash);
+      if (stored) this.links.set(stored, { replaces: hash });
     }
-    this.store(next, now);
     // Stryker disable next-line ConditionalExpression: a grant holding a live refresh token is always listed (saveTokens and redeemCode list it when they store one, a rotation stores its successor in the same grant, and only revoke and the grant's sweep unlist it, dropping its tokens)
     if (grant.record) {
       grant.record.last_used_at = now;
