@@ -79,7 +79,7 @@ export function mintTokens(
   if (request.auth_time !== undefined) records.access.auth_time = request.auth_time;
   if (request.jkt !== undefined) records.access.jkt = request.jkt;
   if (request.refresh_expires_at !== undefined &&
-    // Stryker disable next-line ConditionalExpression: every grant that asks for a refresh token passes its grant_id; this narrows the type
+    // Stryker disable next-line ConditionalExpression: narrows the type
     request.grant_id !== undefined) {
     const refreshToken = randomToken();
     response.refresh_token = refreshToken;
@@ -92,7 +92,7 @@ export function mintTokens(
     };
     if (request.user_id !== undefined) records.refresh.user_id = request.user_id;
     if (request.refresh_jkt !== undefined) records.refresh.jkt = request.refresh_jkt;
-    // Stryker disable next-line LogicalOperator: one resource is bound per grant, so a narrowed audience equals the bound one
+    // Stryker disable next-line LogicalOperator: a narrowed audience equals the bound one
     const refreshResource = request.refresh_resource ?? request.resource;
     if (refreshResource !== undefined) records.refresh.resource = refreshResource;
     if (request.act !== undefined) records.refresh.act = request.act;
@@ -111,9 +111,9 @@ const BASE64URL = /^[A-Za-z0-9_.-]+$/;
  */
 export function tokenResponseJson(response: TokenResponse): string {
   const { access_token, refresh_token } = response;
-  // Stryker disable next-line ConditionalExpression,LogicalOperator: more responses through the fallback give the same text (only speed differs)
+  // Stryker disable next-line ConditionalExpression,LogicalOperator: the fallback gives the same text
   if (!BASE64URL.test(access_token) || (refresh_token !== undefined && !BASE64URL.test(refresh_token)) ||
-    // Stryker disable next-line ConditionalExpression: the same: the fallback is JSON.stringify itself
+    // Stryker disable next-line ConditionalExpression: the fallback is JSON.stringify itself
     Object.keys(response).length !== (refresh_token === undefined ? 4 : 5)) {
     return JSON.stringify(response);
   }

@@ -7,6 +7,7 @@
  *
  * @module
  */
+import { closeSync, openSync } from "node:fs";
 import process from "node:process";
 import type { SqliteDatabase, StoreDrivers } from "../reference/store.ts";
 import { sqliteWorker, type SqliteWorkerExecutor } from "./sqlite_worker.ts";
@@ -15,8 +16,23 @@ import { sqliteWorker, type SqliteWorkerExecutor } from "./sqlite_worker.ts";
 const NODE_SQLITE = "node:sqlite";
 const BUN_SQLITE = "bun:sqlite";
 
+/**
+ * Creates the database file with mode 0600 before SQLite opens it, unless it exists: SQLite would create it with
+ * 0666 less the umask, readable by every local user, and what the store holds (sessions' secrets, clients) must
+ * not be. SQLite gives its `-wal` and `-shm` files the mode of the database file. An existing file is left as it is.
+ */
+function createPrivate(path: string): void {
+  if (path === ":memory:" || path.startsWith("file:")) return;
+  try {
+    closeSync(openSync(path, "wx", 0o600));
+  } catch (error) {
+    if ((error as { code?: string }).code !== "EEXIST") throw error;
+  }
+}
+
 /** node:sqlite, on Node and Deno. */
 async function openNodeSqlite(path: string): Promise<SqliteDatabase> {
+  createPrivate(path);
   let module: { DatabaseSync: new (path: string) => SqliteDatabase };
   // Node 22 flags node:sqlite as experimental on import; an operator would read that as a problem with the
   // server at every start. Only that one warning is held back, only during the import.
@@ -37,6 +53,7 @@ async function openNodeSqlite(path: string): Promise<SqliteDatabase> {
 
 /** bun:sqlite, on Bun. */
 async function openBunSqlite(path: string): Promise<SqliteDatabase> {
+  createPrivate(path);
   const module = await import(BUN_SQLITE) as { Database: new (path: string) => SqliteDatabase };
   return new module.Database(path);
 }

@@ -114,7 +114,7 @@ async function authorize(exchange: Exchange, context: AuthorizeView): Promise<Re
       action: exchange.target,
       csrf: await csrfToken(key, bound, now),
       redirectOrigin: redirect_uri,
-      // Stryker disable next-line ConditionalExpression: `false` passes `resources: undefined` when none was asked for, which the page renders as no list (equivalent); `true` hides the list, killed by test/authorize_edges.test.ts
+      // Stryker disable next-line ConditionalExpression: undefined renders as no list (equivalent)
       ...(authorization.resource === undefined ? {} : { resources: authorization.resource }),
       // A self-registered client's name proves nothing: marked unverified, with where its id lives and where
       // the answer goes.
@@ -175,9 +175,9 @@ async function issueCode(
     user_id: user.id,
     redirect_uri: authorization.redirect_uri,
     scope: authorization.scope,
-    // Stryker disable next-line ConditionalExpression: `false` stores `code_challenge: undefined`, which the grant reads as no challenge (`=== undefined`), as it reads an absent one (equivalent); `true` drops PKCE, killed by the PKCE tests
+    // Stryker disable next-line ConditionalExpression: undefined reads as no challenge (equivalent)
     ...(authorization.code_challenge === undefined ? {} : { code_challenge: authorization.code_challenge }),
-    // Stryker disable next-line ConditionalExpression: `false` stores `resource: undefined`, which the grant and stores read as no resource (`=== undefined`) (equivalent); `true` drops the audience, killed by test/resource_indicators.test.ts
+    // Stryker disable next-line ConditionalExpression: undefined reads as no resource (equivalent)
     ...(authorization.resource === undefined ? {} : { resource: authorization.resource }),
     ...(authorization.dpop_jkt === undefined ? {} : { dpop_jkt: authorization.dpop_jkt }),
     expires_at: now + context.codeTtl,
@@ -192,7 +192,7 @@ async function validateRequest(exchange: Exchange, context: AuthorizeView): Prom
   const page = (description: string) => new OAuthError("invalid_request", { description });
 
   // Step 1: who is asking, and where would an answer go? Until both are known, never redirect.
-  // Stryker disable next-line ConditionalExpression: `true` scans for a repeated client_id or redirect_uri when readParams saw no repeat at all, so it finds none (equivalent); `false` skips the scan, killed by test/authorize.test.ts
+  // Stryker disable next-line ConditionalExpression: the scan finds no repeat (equivalent)
   if (repeated !== undefined) {
     // readParams names only the first repeated parameter; client_id or redirect_uri may be a later one.
     const all = new URLSearchParams(queryOf(target));

@@ -1,7 +1,8 @@
 /**
  * The refresh grace window: for a few seconds after a rotation, the rotated refresh token may be presented
- * again, for clients whose processes race to refresh with one token (Codex, several MCP hosts). Off (strict)
- * by default: any reuse revokes the grant (RFC 9700 §4.14.2).
+ * again, for clients whose processes race to refresh with one token (Codex, several MCP hosts), and gets the
+ * successor already issued (sealed under the spent token: `refresh_grace_seal.ts`), never a second chain. Off
+ * (strict) by default: any reuse revokes the grant (RFC 9700 §4.14.2).
  *
  * @module
  */
@@ -11,8 +12,9 @@ import { defineFeature, type Feature } from "../core/feature.ts";
 export interface RefreshGraceOptions {
   /**
    * Seconds during which the immediate predecessor of the latest refresh token still works, without revoking
-   * the grant. Default 0 (strict: any reuse revokes the grant). The trade-off: inside the window a stolen
-   * predecessor is as good as the latest token, so keep it short (seconds); outside it, reuse revokes as before.
+   * the grant; a retry gets the same successor as the first rotation. Default 0 (strict: any reuse revokes the
+   * grant). The trade-off: inside the window a replayed predecessor gets the latest token too (one chain, shared:
+   * whoever refreshes second after the window revokes the grant), so keep it short (seconds).
    */
   refreshGraceSeconds?: number;
 }

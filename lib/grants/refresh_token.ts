@@ -10,6 +10,7 @@ import { checkBoundKey, dpopKey } from "../features/dpop.ts";
 import { offlineAccess } from "../features/offline_access.ts";
 import { profile } from "../features/profile.ts";
 import { refreshGrace } from "../features/refresh_grace.ts";
+import { openSuccessor, sealSuccessor } from "../features/refresh_grace_seal.ts";
 import { narrowedResource, resourceIndicators } from "../features/resource_indicators.ts";
 import { clientAllowsAll, refreshScope } from "../scope.ts";
 import { sha256 } from "../sha256.ts";
@@ -67,11 +68,18 @@ export const refreshToken: Grant = defineGrant({
       refresh_expires_at: record.expires_at,
       jkt: dpopKey(exchange),
     }, client, context, now);
-    if (!(await storage.rotateRefreshToken(hash, records, now, graceMs))) {
+    // With a grace window the store keeps the successor sealed under this token, for a retry to get the same one.
+    if (graceMs > 0 && response.refresh_token !== undefined) records.sealed = await sealSuccessor(token, response.refresh_token);
+    const rotated = await storage.rotateRefreshToken(hash, records, now, graceMs);
+    // A grace retry answers with the successor already issued (the store kept none of this call's refresh token).
+    const successor = rotated?.rotated_at === undefined ? undefined
+      : await openSuccessor(token, rotated.successor ?? "", rotated.replaced_by);
+    if (!rotated || successor === null) {
       await storage.revokeGrant(record.grant_id);
       exchange.emit({ type: "refresh.reuse_detected", client_id: client.client_id, user_id: record.user_id, grant_id: record.grant_id });
       throw invalidGrant("The refresh token was already used");
     }
+    if (successor !== undefined) response.refresh_token = successor;
     exchange.emit({
       type: "token.refreshed", client_id: client.client_id, user_id: record.user_id, grant_id: record.grant_id,
     });

@@ -492,21 +492,51 @@ export function storageContract(makeStore: () => Storage | Promise<Storage>, opt
       assert((await store.revokeClientGrants(c.client_id)) === 1, "the grant exists and is the client's");
       assert((await store.findRefreshToken(t.refresh!.hash, T0)) === null, "and it is revoked with its tokens");
     }),
-    check("refresh: a retry inside the grace window succeeds while the successor is unused", async (store) => {
+    check("refresh: a retry inside the grace window gets the sealed successor and starts no second chain", async (store) => {
       const grant = id("grant");
       const first = tokens(grant, true);
       await store.saveTokens(first, T0);
-      const successor = tokens(grant, true);
-      assert(await store.rotateRefreshToken(first.refresh!.hash, successor, T0, 10_000), "first rotation");
+      const successor = { ...tokens(grant, true), sealed: "sealed-successor" };
+      const won = await store.rotateRefreshToken(first.refresh!.hash, successor, T0, 10_000);
+      assert(won && won.rotated_at === undefined && won.successor === undefined, "first rotation: the record as it was");
+      assert((await store.findRefreshToken(first.refresh!.hash, T0))?.successor === undefined, "the seal is not handed out by a lookup");
       assert((await store.rotateRefreshToken(first.refresh!.hash, tokens(grant, true), T0 + 1000)) === null, "no grace, no retry");
-      const retry = tokens(grant, true);
-      assert(await store.rotateRefreshToken(first.refresh!.hash, retry, T0 + 5000, 10_000), "a retry inside the window");
-      assert(await store.findRefreshToken(retry.refresh!.hash, T0 + 5000), "the retry's tokens are stored");
+      const retry = { ...tokens(grant, true), sealed: "sealed-retry" };
+      const again = await store.rotateRefreshToken(first.refresh!.hash, retry, T0 + 5000, 10_000);
+      assert(again, "a retry inside the window");
+      assert(again.rotated_at === T0 && again.replaced_by === successor.refresh!.hash, "the retry sees the first rotation");
+      assert(again.successor === "sealed-successor", "the retry gets the first rotation's sealed successor");
+      assert(await store.findAccessToken(retry.access.hash, T0 + 5000), "the retry's access token is stored");
+      assert((await store.findRefreshToken(retry.refresh!.hash, T0 + 5000)) === null, "the retry's refresh token is not: no second chain");
       assert(await store.findAccessToken(successor.access.hash, T0 + 5000), "nothing was revoked");
-      assert((await store.findRefreshToken(first.refresh!.hash, T0))?.rotated_at === T0, "the retry changes nothing on the old token");
+      const old = await store.findRefreshToken(first.refresh!.hash, T0);
+      assert(old?.rotated_at === T0 && old.replaced_by === successor.refresh!.hash, "the retry changes nothing on the old token");
       assert((await store.rotateRefreshToken(first.refresh!.hash, tokens(grant, true), T0 + 10_000, 10_000)) === null, "the window is open-ended: rotated_at > now - graceMs");
-      assert(await store.rotateRefreshToken(successor.refresh!.hash, tokens(grant, true), T0 + 6000, 10_000), "the successor rotates");
+      assert(await store.rotateRefreshToken(successor.refresh!.hash, { ...tokens(grant, true), sealed: "s3" }, T0 + 6000, 10_000), "the successor rotates");
       assert((await store.rotateRefreshToken(first.refresh!.hash, tokens(grant, true), T0 + 7000, 10_000)) === null, "no retry once the successor was rotated");
+    }),
+    check("refresh: no grace retry of a rotation that kept no sealed successor", async (store) => {
+      const grant = id("grant");
+      const first = tokens(grant, true);
+      await store.saveTokens(first, T0);
+      assert(await store.rotateRefreshToken(first.refresh!.hash, tokens(grant, true), T0, 10_000), "rotation without a seal");
+      const retry = tokens(grant, true);
+      assert((await store.rotateRefreshToken(first.refresh!.hash, retry, T0 + 1000, 10_000)) === null, "refused");
+      assert((await store.findAccessToken(retry.access.hash, T0 + 1000)) === null, "nothing stored");
+    }),
+    check(`refresh: ${n} concurrent presentations of one token inside a grace window leave one live successor`, async (store) => {
+      const grant = id("grant");
+      const first = tokens(grant, true);
+      await store.saveTokens(first, T0);
+      const next = Array.from({ length: n }, (_, i) => ({ ...tokens(grant, true), sealed: `sealed-${i}` }));
+      const results = await Promise.all(next.map((t) => store.rotateRefreshToken(first.refresh!.hash, t, T0, 10_000)));
+      assert(results.every((r) => r !== null), "every caller succeeds");
+      const firsts = winnersOf(results.map((r) => r!.rotated_at === undefined));
+      assert(firsts.length === 1, `exactly one first rotation (got ${firsts.length})`);
+      const winner = next[firsts[0]!]!;
+      assert(results.every((r, i) => i === firsts[0] || r!.successor === winner.sealed), "every retry gets the winner's seal");
+      const live = await Promise.all(next.map((t) => store.findRefreshToken(t.refresh!.hash, T0)));
+      assert(winnersOf(live).join() === String(firsts[0]), "only the winner's refresh token is stored");
     }),
     check("refresh: no grace retry after the grant was revoked", async (store) => {
       const grant = id("grant");

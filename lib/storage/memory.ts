@@ -150,7 +150,7 @@ class ExpiryQueue<T extends Expiring> {
     let i = this.slots.length;
     while (
       i > this.head &&
-      // Stryker disable next-line EqualityOperator: slots from head on all have a bucket, and `key` has none, so none equals it
+      // Stryker disable next-line EqualityOperator: no slot from head on lacks a bucket
       this.slots[i - 1]! > key
     ) i--;
     // Never in front of a half-visited head slot; a slot in the past is visited either way.
@@ -163,7 +163,7 @@ class ExpiryQueue<T extends Expiring> {
     const current = Math.floor(now / this.width);
     while (
       this.head < this.slots.length &&
-      // Stryker disable next-line ConditionalExpression,EqualityOperator: budget is never below 0, and with 0 left the body visits nothing and breaks (a due bucket is never empty): only a lookup is saved
+      // Stryker disable next-line ConditionalExpression,EqualityOperator: only a lookup is saved
       budget > 0
     ) {
       const key = this.slots[this.head]!;
@@ -181,7 +181,7 @@ class ExpiryQueue<T extends Expiring> {
       this.head++;
       this.pos = 0;
     }
-    // Stryker disable next-line ConditionalExpression,EqualityOperator,LogicalOperator,ArithmeticOperator,BlockStatement: when done slots are dropped changes only memory and time: the slice keeps head's slot and pos, so every sweep visits the same records
+    // Stryker disable next-line ConditionalExpression,EqualityOperator,LogicalOperator,ArithmeticOperator,BlockStatement: changes only memory and time
     if (this.head > 1024 && this.head * 2 > this.slots.length) {
       this.slots = this.slots.slice(this.head);
       this.head = 0;
@@ -224,7 +224,7 @@ const addTo = <S extends KeySet>(index: Index<S>, key: string, value: string, em
 
 const removeFrom = <S extends KeySet>(index: Index<S>, key: string, value: string): void => {
   const set = index.get(key);
-  // Stryker disable next-line CallExpression: an empty set left in an index reads like a missing one (every reader iterates it or adds to it): only memory differs
+  // Stryker disable next-line CallExpression: only memory differs
   if (set?.delete(value) && set.size === 0) index.delete(key);
 };
 
@@ -240,6 +240,11 @@ export class MemoryStorage implements Storage {
   private readonly codes = new TieredMap<StoredCode>();
   private readonly access = new TieredMap<AccessTokenRecord>();
   private readonly refresh = new TieredMap<RefreshTokenRecord>();
+  /**
+   * What a refresh token keeps for the grace window, beside its record (which the store hands out): the sealed
+   * successor and the hash it replaced. Weak, so it goes with the record.
+   */
+  private readonly links = new WeakMap<RefreshTokenRecord, { sealed?: string; replaces?: string }>();
   private readonly grants = new TieredMap<GrantEntry>();
   private readonly marks = new TieredMap<number>();
   private readonly settings = new Map<string, string>();
@@ -343,7 +348,7 @@ export class MemoryStorage implements Storage {
       const key = pairKey(code.client_id, code.user_id);
       addTo(this.pendingCodes, key, code.hash, newSet);
       const pending = this.pendingCodes.get(key)!;
-      // Stryker disable next-line ConditionalExpression: without a limit, Math.max(1, undefined) is NaN, and `size > NaN` is false just as `size > Infinity` is
+      // Stryker disable next-line ConditionalExpression: NaN compares as Infinity does
       const cap = limit === undefined ? Infinity : Math.max(1, limit);
       while (pending.size > cap) this.deleteCode(this.earliest(pending, code.hash));
     }
@@ -362,7 +367,7 @@ export class MemoryStorage implements Storage {
     const code = this.codes.get(hash);
     if (!code || code.expires_at <= now || code.redeemed_at !== undefined) return Promise.resolve(null);
     const grant = this.grant(code.grant_id, code.client_id, code.expires_at);
-    // Stryker disable next-line ConditionalExpression: unreachable here (kept for stores that interleave): revoking a grant deletes its members at once, and a write to a revoked grant is dropped
+    // Stryker disable next-line ConditionalExpression: unreachable in this store
     if (grant.revoked) return Promise.resolve(null);
     const before = codeRecord(code);
     code.redeemed_at = now;
@@ -404,20 +409,31 @@ export class MemoryStorage implements Storage {
     const token = this.refresh.get(hash);
     if (!token || token.expires_at <= now) return Promise.resolve(null);
     const grant = this.grant(token.grant_id, token.client_id, token.expires_at);
-    // Stryker disable next-line ConditionalExpression: unreachable here (kept for stores that interleave): revoking a grant deletes its members at once, and a write to a revoked grant is dropped
+    // Stryker disable next-line ConditionalExpression: unreachable in this store
     if (grant.revoked) return Promise.resolve(null);
-    const before = { ...token };
+    const before: RefreshTokenRecord = { ...token };
+    const links = this.links.get(token);
     if (token.rotated_at !== undefined) {
-      // A retry inside the grace window, while the successor is still unused (RFC 9700 §4.14.2 allows it).
-      if (!(graceMs > 0 && token.rotated_at > now - graceMs)) return Promise.resolve(null);
+      // A retry inside the grace window, while the successor is still unused (RFC 9700 §4.14.2 allows it): it
+      // gets the sealed successor back, and stores an access token only, so that no second chain starts.
+      if (!(graceMs > 0 && token.rotated_at > now - graceMs) || links?.sealed === undefined) return Promise.resolve(null);
       const successor = token.replaced_by === undefined ? undefined : this.refresh.get(token.replaced_by);
       if (!successor || successor.rotated_at !== undefined || successor.expires_at <= now) return Promise.resolve(null);
+      before.successor = links.sealed;
+      this.store({ access: next.access }, now);
     } else {
       token.rotated_at = now;
       if (next.refresh) token.replaced_by = next.refresh.hash;
+      this.store(next, now);
+      // The predecessor's seal is of no use once this token rotated: drop it.
+      const predecessor = links?.replaces === undefined ? undefined : this.refresh.get(links.replaces);
+      const sealedBefore = predecessor && this.links.get(predecessor);
+      if (sealedBefore) delete sealedBefore.sealed;
+      if (next.sealed !== undefined) this.links.set(token, { ...links, sealed: next.sealed });
+      const stored = next.refresh && this.refresh.get(next.refresh.hash);
+      if (stored) this.links.set(stored, { replaces: hash });
     }
-    this.store(next, now);
-    // Stryker disable next-line ConditionalExpression: a grant holding a live refresh token is always listed (saveTokens and redeemCode list it when they store one, a rotation stores its successor in the same grant, and only revoke and the grant's sweep unlist it, dropping its tokens)
+    // Stryker disable next-line ConditionalExpression: such a grant is always listed
     if (grant.record) {
       grant.record.last_used_at = now;
       grant.record.expires_at = Math.max(grant.record.expires_at, latestExpiry(next));
@@ -441,9 +457,9 @@ export class MemoryStorage implements Storage {
   /** See {@link Storage.listGrants}. */
   listGrants(userId: string, now: number): Promise<GrantRecord[]> {
     const listed: GrantRecord[] = [];
-    // Stryker disable next-line ArrayDeclaration: the fallback is only iterated for grant ids, and an id that names no grant lists nothing
+    // Stryker disable next-line ArrayDeclaration: an unknown id lists nothing
     for (const grantId of this.userGrants.get(userId) ?? []) {
-      // Stryker disable next-line OptionalChaining: every id in userGrants names a grant entry (the grant's sweep unlists it as it deletes it)
+      // Stryker disable next-line OptionalChaining: every listed id names a grant
       const record = this.grants.get(grantId)?.record;
       if (record && record.expires_at > now) listed.push({ ...record });
     }
@@ -454,10 +470,10 @@ export class MemoryStorage implements Storage {
   markOnce(key: string, expiresAt: number, now: number): Promise<boolean> {
     this.maybeSweep();
     const mark = this.marks.get(key);
-    // Stryker disable next-line ConditionalExpression: `undefined > now` is false, so `mark !== undefined` only narrows the type
+    // Stryker disable next-line ConditionalExpression: only narrows the type
     if (mark !== undefined && mark > now) return Promise.resolve(false);
     // Delete the expired mark first: a TieredMap counts a key set again twice until it settles.
-    // Stryker disable next-line ConditionalExpression: deleting a key that is not there changes nothing
+    // Stryker disable next-line ConditionalExpression: deleting a missing key changes nothing
     if (mark !== undefined) this.marks.delete(key);
     this.marks.set(key, expiresAt);
     this.markExpiry.add({ hash: key, expires_at: expiresAt });
@@ -467,7 +483,7 @@ export class MemoryStorage implements Storage {
   /** See {@link Storage.isMarked}. */
   isMarked(key: string, now: number): Promise<boolean> {
     const mark = this.marks.get(key);
-    // Stryker disable next-line ConditionalExpression: `undefined > now` is false, so `mark !== undefined` only narrows the type
+    // Stryker disable next-line ConditionalExpression: only narrows the type
     return Promise.resolve(mark !== undefined && mark > now);
   }
 
@@ -570,7 +586,7 @@ export class MemoryStorage implements Storage {
     let grant: GrantEntry | undefined;
     if (grantId !== undefined) {
       grant = this.grant(grantId, access.client_id, latestExpiry(tokens));
-      // Stryker disable next-line BooleanLiteral: the only caller that reads it, saveTokens, then calls list for the same grant (an issue's tokens share one grant_id), which returns at once for a revoked grant
+      // Stryker disable next-line BooleanLiteral: its one reader returns at once for a revoked grant
       if (grant.revoked) return false;
     }
     const a = { ...access };
@@ -582,7 +598,7 @@ export class MemoryStorage implements Storage {
       const r = { ...refresh };
       this.refresh.set(r.hash, r);
       this.refreshExpiry.add(r);
-      // Stryker disable next-line OptionalChaining: a refresh token always has a grant_id, so `grant` is set here
+      // Stryker disable next-line OptionalChaining: a refresh token always has a grant
       grant?.refresh.add(r.hash);
     }
     const client = this.clients.get(access.client_id);
@@ -609,7 +625,7 @@ export class MemoryStorage implements Storage {
       last_used_at: now,
       expires_at: latestExpiry(tokens),
     };
-    // Stryker disable next-line ConditionalExpression: only listGrants hands a record out, and only for a grant in a user's index, which a grant without user_id never is
+    // Stryker disable next-line ConditionalExpression: unreachable through listGrants
     if (source.user_id !== undefined) record.user_id = source.user_id;
     if (source.resource !== undefined) record.resource = source.resource;
     grant.record = record;
@@ -631,10 +647,10 @@ export class MemoryStorage implements Storage {
       };
       this.grants.set(grantId, grant);
       this.grantExpiry.add({ hash: grantId, expires_at: expiresAt });
-      // Stryker disable next-line ConditionalExpression: a tombstone's ids under the key `undefined` cannot be reached: revokeClientGrants takes a string
+      // Stryker disable next-line ConditionalExpression: unreachable: the id is a string
       if (clientId !== undefined) addTo(this.clientGrants, clientId, grantId, newTieredSet);
     } else if (
-      // Stryker disable next-line EqualityOperator: at an equal expiry the extra queue entry names the same grant at the same instant, and only one of the two deletes it
+      // Stryker disable next-line EqualityOperator: equal expiries name the same grant
       expiresAt > grant.expires_at
     ) {
       grant.expires_at = expiresAt;
@@ -648,19 +664,19 @@ export class MemoryStorage implements Storage {
     const grant = this.grants.get(grantId);
     if (!grant) {
       this.grant(grantId, undefined, this.clock() + this.interval).revoked = true;
-      // Stryker disable next-line BooleanLiteral: only revokeClient counts it, and the ids it passes name existing grants (the grant's sweep unlists it)
+      // Stryker disable next-line BooleanLiteral: its one reader passes existing grants
       return false;
     }
     const listed = grant.record !== undefined;
     grant.revoked = true;
     for (const hash of grant.codes) {
       const code = this.codes.get(hash);
-      // Stryker disable next-line ConditionalExpression: always set: a grant's codes are exactly the stored codes of that grant (saveCode and deleteCode keep both in step)
+      // Stryker disable next-line ConditionalExpression: always set
       if (code) this.deleteCode(code);
     }
     for (const hash of grant.access) this.access.delete(hash);
     for (const hash of grant.refresh) this.refresh.delete(hash);
-    // Stryker disable next-line CallExpression: already empty: deleteCode took each code out of this set
+    // Stryker disable next-line CallExpression: already empty
     grant.codes.clear();
     grant.access.clear();
     grant.refresh.clear();
@@ -672,7 +688,7 @@ export class MemoryStorage implements Storage {
   private revokeClient(clientId: string): number {
     let count = 0;
     for (const grantId of [...this.clientGrants.get(clientId) ?? []]) if (this.revoke(grantId)) count++;
-    // Stryker disable next-line ArrayDeclaration: the fallback is only iterated for token hashes to delete, and a hash no token has deletes nothing
+    // Stryker disable next-line ArrayDeclaration: an unknown hash deletes nothing
     for (const hash of this.clientTokens.get(clientId) ?? []) this.access.delete(hash);
     this.clientTokens.delete(clientId);
     return count;
@@ -680,7 +696,7 @@ export class MemoryStorage implements Storage {
 
   /** Removes a grant from the client and user indexes. */
   private unlist(grant: GrantEntry, grantId: string): void {
-    // Stryker disable next-line ConditionalExpression: for a tombstone (no client_id) removeFrom finds no set under `undefined` and does nothing
+    // Stryker disable next-line ConditionalExpression: a tombstone has no client set
     if (grant.client_id !== undefined) removeFrom(this.clientGrants, grant.client_id, grantId);
     const userId = grant.record?.user_id;
     if (userId !== undefined) removeFrom(this.userGrants, userId, grantId);
@@ -701,16 +717,16 @@ export class MemoryStorage implements Storage {
   /** Deletes a code and its index entries. */
   private deleteCode(code: StoredCode): void {
     this.codes.delete(code.hash);
-    // Stryker disable next-line OptionalChaining: a code's grant outlives it: its expiry covers the code's, and a sweep visits codes before grants
+    // Stryker disable next-line OptionalChaining: a code's grant outlives it
     this.grants.get(code.grant_id)?.codes.delete(code.hash);
-    // Stryker disable next-line ConditionalExpression: a redeemed code is in no pending set: redeemCode took it out, a code saved redeemed never went in, and saveCode drops the entry of a code it replaces
+    // Stryker disable next-line ConditionalExpression: a redeemed code is in no pending set
     if (code.redeemed_at === undefined) removeFrom(this.pendingCodes, pairKey(code.client_id, code.user_id), code.hash);
   }
 
   /** Deletes an access token and its index entries. */
   private deleteAccess(token: AccessTokenRecord): void {
     this.access.delete(token.hash);
-    // Stryker disable next-line OptionalChaining: a token's grant outlives it: its expiry covers the token's, and a sweep visits tokens before grants
+    // Stryker disable next-line OptionalChaining: a token's grant outlives it
     if (token.grant_id !== undefined) this.grants.get(token.grant_id)?.access.delete(token.hash);
     else removeFrom(this.clientTokens, token.client_id, token.hash);
   }
@@ -740,7 +756,7 @@ export class MemoryStorage implements Storage {
   private readonly dropCode = (code: StoredCode): void => {
     if (
       this.codes.get(code.hash) !== code ||
-      // Stryker disable next-line ConditionalExpression,EqualityOperator: never true: a record is visited only once its slot has ended, so expires_at < sweepNow (expiries are never lowered in place)
+      // Stryker disable next-line ConditionalExpression,EqualityOperator: never true once the slot has ended
       code.expires_at > this.sweepNow
     ) return;
     this.deleteCode(code);
@@ -750,7 +766,7 @@ export class MemoryStorage implements Storage {
   private readonly dropAccess = (token: AccessTokenRecord): void => {
     if (
       this.access.get(token.hash) !== token ||
-      // Stryker disable next-line ConditionalExpression,EqualityOperator: never true: a record is visited only once its slot has ended, so expires_at < sweepNow (expiries are never lowered in place)
+      // Stryker disable next-line ConditionalExpression,EqualityOperator: never true once the slot has ended
       token.expires_at > this.sweepNow
     ) return;
     this.deleteAccess(token);
@@ -760,11 +776,11 @@ export class MemoryStorage implements Storage {
   private readonly dropRefresh = (token: RefreshTokenRecord): void => {
     if (
       this.refresh.get(token.hash) !== token ||
-      // Stryker disable next-line ConditionalExpression,EqualityOperator: never true: a record is visited only once its slot has ended, so expires_at < sweepNow (expiries are never lowered in place)
+      // Stryker disable next-line ConditionalExpression,EqualityOperator: never true once the slot has ended
       token.expires_at > this.sweepNow
     ) return;
     this.refresh.delete(token.hash);
-    // Stryker disable next-line OptionalChaining: a token's grant outlives it: its expiry covers the token's, and a sweep visits tokens before grants
+    // Stryker disable next-line OptionalChaining: a token's grant outlives it
     this.grants.get(token.grant_id)?.refresh.delete(token.hash);
     this.swept++;
   };
@@ -773,7 +789,7 @@ export class MemoryStorage implements Storage {
     const grant = this.grants.get(hash);
     if (
       !grant || grant.expires_at !== expires_at ||
-      // Stryker disable next-line ConditionalExpression,EqualityOperator: never true: a record is visited only once its slot has ended, so expires_at < sweepNow (expiries are never lowered in place)
+      // Stryker disable next-line ConditionalExpression,EqualityOperator: never true once the slot has ended
       expires_at > this.sweepNow
     ) return;
     this.grants.delete(hash);
@@ -792,7 +808,7 @@ export class MemoryStorage implements Storage {
   private readonly dropMark = ({ hash, expires_at }: Expiring): void => {
     if (
       this.marks.get(hash) !== expires_at ||
-      // Stryker disable next-line ConditionalExpression,EqualityOperator: never true: a record is visited only once its slot has ended, so expires_at < sweepNow (expiries are never lowered in place)
+      // Stryker disable next-line ConditionalExpression,EqualityOperator: never true once the slot has ended
       expires_at > this.sweepNow
     ) return;
     this.marks.delete(hash);

@@ -219,7 +219,7 @@ export class RedisStorage implements Storage {
 
   /** Rotates a refresh token for exactly one caller, or for retries inside the grace window. */
   async rotateRefreshToken(hash: string, next: IssuedTokens, now: number, graceMs = 0): Promise<RefreshTokenRecord | null> {
-    return refresh(await this.run("rotateRefreshToken", now, [hash, String(graceMs), ...tokenArgs(next)]));
+    return refresh(await this.run("rotateRefreshToken", now, [hash, String(graceMs), next.sealed ?? "", ...tokenArgs(next)]));
   }
 
   /** Revokes a grant: a tombstone first, then its codes and tokens are deleted. */
@@ -321,11 +321,12 @@ function scriptShas(): Promise<Partial<Record<ScriptName, string>>> {
 }
 
 function refresh(reply: Reply): RefreshTokenRecord | null {
-  const [json, rotated, replacedBy] = list(reply).map(str);
+  const [json, rotated, replacedBy, successor] = list(reply).map(str);
   if (json === undefined) return null;
   const token = JSON.parse(json) as RefreshTokenRecord;
   if (rotated !== undefined) token.rotated_at = Number(rotated);
   if (replacedBy !== undefined) token.replaced_by = replacedBy;
+  if (successor !== undefined) token.successor = successor;
   return token;
 }
 

@@ -6,7 +6,8 @@
  * the fields scripts test:
  * - `P client:ID` {r, a active, l last_used_at}; `P clients` the set of client ids. No TTL: clients stay.
  * - `P code:HASH` {r, e expires, d redeemed_at, g grant, c client, u user, G grant JSON}.
- * - `P at:HASH` {r, e, g, c, v}; `P rt:HASH` {r, e, g, c, t rotated_at, n replaced_by, G grant JSON}.
+ * - `P at:HASH` {r, e, g, c, v}; `P rt:HASH` {r, e, g, c, t rotated_at, n replaced_by, G grant JSON,
+ *   s the sealed successor (kept for the grace window), p the hash it replaced}.
  * - `P grant:ID` {r, c, u, k created_at, l last_used_at, e expires, x revoked}; a revoked grant is a tombstone.
  *   Its key lives as long as the latest token of the grant, so a tombstone outlives every token it kills; the
  *   tokens themselves are not indexed (every lookup checks the tombstone, and their TTLs remove them).
@@ -98,7 +99,7 @@ end
 -- Issued tokens from ARGV[i..]: access hash, json, expires, grant, client; then "1" and the refresh token's
 -- hash, json, expires, grant, client, grant json, user (or ""), or "0" and nothing. \`upserted\`: the caller
 -- has just upserted the grant (so it is live, and its key covers these tokens).
-local function store_tokens(i, upserted)
+local function store_tokens(i, upserted, access_only)
   local grant = ARGV[i + 3]
   if not upserted and revoked(grant) then return false end
   local at = P .. 'at:' .. ARGV[i]
@@ -109,7 +110,7 @@ local function store_tokens(i, upserted)
     if not upserted then cover(grant, ARGV[i + 2]) end
   end
   redis.call('PEXPIRE', at, px(ARGV[i + 2]))
-  if ARGV[i + 5] == '1' then
+  if ARGV[i + 5] == '1' and not access_only then
     local rt = P .. 'rt:' .. ARGV[i + 6]
     redis.call('HSET', rt, 'r', ARGV[i + 7], 'e', ARGV[i + 8], 'g', ARGV[i + 9], 'c', ARGV[i + 10], 'G', ARGV[i + 11],
       'u', ARGV[i + 12])
@@ -269,25 +270,36 @@ local v = redis.call('HMGET', P .. 'rt:' .. ARGV[4], 'r', 'e', 'g', 't', 'n')
 if not v[1] or tonumber(v[2]) <= NOW or revoked(v[3]) then return nil end
 return {v[1], v[4], v[5]}`),
 
-  /** ARGV[4] hash, ARGV[5] grace ms, tokens from ARGV[6]. Returns the old {json, rotated_at, replaced_by}. */
+  /**
+   * ARGV[4] hash, ARGV[5] grace ms, ARGV[6] the sealed successor (or ""), tokens from ARGV[7]. Returns the old
+   * {json, rotated_at, replaced_by, sealed successor}: the last two only to a grace retry.
+   */
   rotateRefreshToken: script(`
 local key = P .. 'rt:' .. ARGV[4]
-local v = redis.call('HMGET', key, 'r', 'e', 'g', 't', 'n', 'c', 'G', 'u')
+local v = redis.call('HMGET', key, 'r', 'e', 'g', 't', 'n', 'c', 'G', 'u', 's', 'p')
 if not v[1] or tonumber(v[2]) <= NOW then return nil end
 if v[4] then
-  -- A retry inside the grace window, while the successor is still unrotated (a multi-process client).
+  -- A retry inside the grace window, while the successor is still unrotated (a multi-process client): it gets
+  -- the first rotation's sealed successor and stores an access token only, so no second chain starts.
   local grace = tonumber(ARGV[5])
-  if grace <= 0 or tonumber(v[4]) <= NOW - grace or not v[5] then return nil end
+  if grace <= 0 or tonumber(v[4]) <= NOW - grace or not v[5] or not v[9] then return nil end
   local s = redis.call('HMGET', P .. 'rt:' .. v[5], 'r', 't')
   if not s[1] or s[2] then return nil end
 end
 -- The grant's tombstone is checked here: a revoked grant refuses the rotation.
-if not upsert_grant(v[3], v[7], v[6], v[8] or '', tokens_expiry(6)) then return nil end
-if not v[4] then
-  if ARGV[11] == '1' then redis.call('HSET', key, 't', NOW, 'n', ARGV[12]) else redis.call('HSET', key, 't', NOW) end
+if not upsert_grant(v[3], v[7], v[6], v[8] or '', tokens_expiry(7)) then return nil end
+if v[4] then
+  store_tokens(7, true, true)
+  return {v[1], v[4], v[5], v[9]}
 end
-store_tokens(6, true)
-return {v[1], v[4], v[5]}`),
+redis.call('HSET', key, 't', NOW)
+if ARGV[12] == '1' then redis.call('HSET', key, 'n', ARGV[13]) end
+if ARGV[6] ~= '' then redis.call('HSET', key, 's', ARGV[6]) end
+store_tokens(7, true)
+if ARGV[12] == '1' then redis.call('HSET', P .. 'rt:' .. ARGV[13], 'p', ARGV[4]) end
+-- Once this token rotated, its predecessor can no longer be retried: its seal goes.
+if v[10] then redis.call('HDEL', P .. 'rt:' .. v[10], 's') end
+return {v[1]}`),
 
   revokeGrant: script(`
 local key = P .. 'grant:' .. ARGV[4]

@@ -464,10 +464,13 @@ export class SqlStorage implements Storage {
       p.text(r?.hash), p.text(r?.grant_id), p.text(r?.client_id), p.text(r?.user_id), p.text(r?.scope), p.json(r?.resource),
       p.int(r?.expires_at), ...carried(p, r),
     ];
+    // The rotation's carrier also takes the sealed successor (migration 6).
+    const sealed = carrier === "oauth_rotate";
+    if (sealed) values.push(p.text(tokens.sealed));
     await this.run(
       `INSERT INTO ${carrier} (${keyColumn}, grace, now, g_expires, a_hash, a_client, a_user, a_scope, a_resource, a_grant,
          a_expires, a_jkt, a_act, a_auth_time, r_hash, r_grant, r_client, r_user, r_scope, r_resource, r_expires, r_jkt,
-         r_act, r_auth_time) VALUES (${values.join(", ")})`,
+         r_act, r_auth_time${sealed ? ", sealed" : ""}) VALUES (${values.join(", ")})`,
       p.values,
     );
     const q = this.params();
@@ -508,10 +511,10 @@ export class SqlStorage implements Storage {
   }
 
   /** `INSERT … SELECT` of a refresh token, once per row of `from` (a CTE, or nothing). */
-  private insertRefresh(r: RefreshTokenRecord, p: Params, from?: string): string {
-    return `INSERT INTO oauth_refresh_tokens (${REFRESH_COLUMNS})
+  private insertRefresh(r: RefreshTokenRecord, p: Params, from?: string, replaces?: string): string {
+    return `INSERT INTO oauth_refresh_tokens (${REFRESH_COLUMNS}${replaces ? ", replaces" : ""})
       SELECT ${p.text(r.hash)}, ${p.text(r.grant_id)}, ${p.text(r.client_id)}, ${p.text(r.user_id)}, ${p.text(r.scope)},
-        ${p.json(r.resource)}, ${p.int(r.expires_at)}, NULL, NULL, ${carried(p, r).join(", ")}${from ? ` FROM ${from}` : ""}`;
+        ${p.json(r.resource)}, ${p.int(r.expires_at)}, NULL, NULL, ${carried(p, r).join(", ")}${replaces ? `, ${replaces}` : ""}${from ? ` FROM ${from}` : ""}`;
   }
 
   /**
@@ -603,9 +606,11 @@ export class SqlStorage implements Storage {
     const successor = next.refresh?.hash;
     const p = this.params();
     const at = p.int(now);
+    const old = p.text(hash);
     const replacedBy = p.text(successor);
     const grace = p.int(graceMs > 0 ? now - graceMs : null);
-    // First rotation: mark it and record the successor. Grace retry: leave the row as it is (a no-op SET).
+    // First rotation: mark it, record the successor and keep its seal. Grace retry: leave the row as it is (a
+    // no-op SET), and only if the first rotation kept a seal, which the retry gets back instead of a new chain.
     // The retry test asks that no rotated successor exists, rather than that an unrotated one does: a retry
     // racing the first rotation (two processes of one client) may not see the successor row yet, since
     // PostgreSQL rechecks a waiting UPDATE against the new row but its subquery against the old snapshot, and
@@ -613,34 +618,40 @@ export class SqlStorage implements Storage {
     // live grant (the successor expires with its predecessor, and dies only with the grant).
     const update = `UPDATE oauth_refresh_tokens SET
         rotated_at = CASE WHEN rotated_at IS NULL THEN ${at} ELSE rotated_at END,
-        replaced_by = CASE WHEN rotated_at IS NULL THEN ${replacedBy} ELSE replaced_by END
-      WHERE hash = ${p.text(hash)} AND expires_at > ${at} AND (rotated_at IS NULL OR (${grace} IS NOT NULL
-        AND rotated_at > ${grace} AND replaced_by IS NOT NULL AND NOT EXISTS (SELECT 1 FROM oauth_refresh_tokens s
-          WHERE s.hash = oauth_refresh_tokens.replaced_by AND s.rotated_at IS NOT NULL)))
-      RETURNING ${REFRESH_COLUMNS}`;
+        replaced_by = CASE WHEN rotated_at IS NULL THEN ${replacedBy} ELSE replaced_by END,
+        successor = CASE WHEN rotated_at IS NULL THEN ${p.text(next.sealed)} ELSE successor END
+      WHERE hash = ${old} AND expires_at > ${at} AND (rotated_at IS NULL OR (${grace} IS NOT NULL
+        AND rotated_at > ${grace} AND replaced_by IS NOT NULL AND successor IS NOT NULL AND NOT EXISTS (SELECT 1
+          FROM oauth_refresh_tokens s WHERE s.hash = oauth_refresh_tokens.replaced_by AND s.rotated_at IS NOT NULL)))
+      RETURNING ${REFRESH_COLUMNS}, successor, replaces`;
     let row: SqlRow | undefined;
     if (this.dialect === "postgres") {
+      // `first`: this caller's rotation is the first (a retry's row names another successor). Only the first
+      // stores a refresh token, and drops the seal its predecessor kept.
       const rows = await this.run(
-        `WITH won AS (${update}), g AS (
+        `WITH won AS (${update}), first AS (SELECT replaces FROM won WHERE replaced_by IS NOT DISTINCT FROM ${replacedBy}), g AS (
            ${this.upsertGrant("SELECT grant_id, client_id, user_id, scope, resource FROM won", at, p.int(latestExpiry(next)))}
-         ), a AS (${this.insertAccess(next, p, "g")})${next.refresh ? `, r AS (${this.insertRefresh(next.refresh, p, "g")})` : ""}
+         ), a AS (${this.insertAccess(next, p, "g")})${next.refresh ? `, r AS (${this.insertRefresh(next.refresh, p, "g, first", old)})` : ""},
+         c AS (UPDATE oauth_refresh_tokens SET successor = NULL WHERE hash = (SELECT replaces FROM first))
          SELECT won.* FROM won, g`,
         p.values,
       );
       row = rows[0];
     } else {
       row = await this.exchangeSqlite("oauth_rotate", "old", hash, graceMs > 0 ? now - graceMs : null, next, now,
-        "oauth_refresh_tokens", REFRESH_COLUMNS);
+        "oauth_refresh_tokens", `${REFRESH_COLUMNS}, successor`);
     }
     if (!row) return null;
-    const old = refreshRecord(row);
+    const record = refreshRecord(row);
     // RETURNING shows the row after the update; a first rotation is the one that wrote (now, successor).
-    if (old.rotated_at === now && (old.replaced_by ?? null) === (successor ?? null)) {
-      delete old.rotated_at;
-      delete old.replaced_by;
+    if (record.rotated_at === now && (record.replaced_by ?? null) === (successor ?? null)) {
+      delete record.rotated_at;
+      delete record.replaced_by;
+    } else if (row.successor !== null && row.successor !== undefined) {
+      record.successor = String(row.successor);
     }
-    await this.touchClient(old.client_id, now);
-    return old;
+    await this.touchClient(record.client_id, now);
+    return record;
   }
 
   /** Revokes a grant: a tombstone first, then its codes and tokens are deleted. */

@@ -223,6 +223,60 @@ const v5 = (dialect: Dialect): string[] => {
   ];
 };
 
+/**
+ * The refresh grace window without a fork (migration 6): a rotation keeps the successor sealed under the rotated
+ * token (`successor`), a grace retry gets that seal back and stores no refresh token of its own, and a token
+ * records the one it replaced (`replaces`), so that its own rotation drops its predecessor's seal. On SQLite the
+ * rotation's carrier takes the seal and its trigger is replaced (with migration 4's fields).
+ */
+const v6 = (dialect: Dialect): string[] => {
+  const column = (name: string): string =>
+    `ALTER TABLE oauth_refresh_tokens ADD COLUMN ${dialect === "postgres" ? "IF NOT EXISTS " : ""}${name} TEXT`;
+  if (dialect === "postgres") return [column("successor"), column("replaces")];
+  const tombstone = (grant: string): string => `NOT EXISTS (SELECT 1 FROM oauth_grants WHERE grant_id = ${grant} AND revoked_at IS NOT NULL)`;
+  // As in migration 3, plus: a retry needs the first rotation's seal. The conditions read only the old token
+  // row and its first successor, which the statements before the last one leave alone.
+  const rotatable = (t: string): string =>
+    `${t}.hash = NEW.old AND ${t}.expires_at > NEW.now AND (${t}.rotated_at IS NULL OR (NEW.grace IS NOT NULL
+      AND ${t}.rotated_at > NEW.grace AND ${t}.replaced_by IS NOT NULL AND ${t}.successor IS NOT NULL AND NOT EXISTS
+      (SELECT 1 FROM oauth_refresh_tokens s WHERE s.hash = ${t}.replaced_by AND s.rotated_at IS NOT NULL)))`;
+  const won = `SELECT t.grant_id, t.client_id, t.user_id, t.scope, t.resource FROM oauth_refresh_tokens t WHERE ${rotatable("t")}`;
+  const first = "EXISTS (SELECT 1 FROM oauth_refresh_tokens WHERE hash = NEW.old AND rotated_at IS NULL)";
+  return [
+    column("successor"),
+    column("replaces"),
+    "ALTER TABLE oauth_rotate ADD COLUMN sealed TEXT",
+    "DROP TRIGGER IF EXISTS oauth_rotate_refresh",
+    `CREATE TRIGGER IF NOT EXISTS oauth_rotate_refresh AFTER INSERT ON oauth_rotate BEGIN
+    INSERT INTO oauth_grants (grant_id, client_id, user_id, scope, resource, created_at, last_used_at, expires_at)
+      SELECT w.grant_id, w.client_id, w.user_id, w.scope, w.resource, NEW.now, NEW.now, NEW.g_expires FROM (${won}) AS w
+      WHERE true
+      ON CONFLICT (grant_id) DO UPDATE SET last_used_at = excluded.last_used_at,
+        created_at = COALESCE(oauth_grants.created_at, excluded.created_at),
+        client_id = COALESCE(oauth_grants.client_id, excluded.client_id),
+        user_id = COALESCE(oauth_grants.user_id, excluded.user_id),
+        scope = COALESCE(oauth_grants.scope, excluded.scope),
+        resource = COALESCE(oauth_grants.resource, excluded.resource),
+        expires_at = MAX(oauth_grants.expires_at, excluded.expires_at)
+      WHERE oauth_grants.revoked_at IS NULL;
+    INSERT INTO oauth_access_tokens (hash, client_id, user_id, scope, resource, grant_id, expires_at${TOKEN_FIELDS.columns})
+      SELECT NEW.a_hash, NEW.a_client, NEW.a_user, NEW.a_scope, NEW.a_resource, NEW.a_grant, NEW.a_expires${TOKEN_FIELDS.values("a")}
+      WHERE EXISTS (${won}) AND ${tombstone("NEW.a_grant")};
+    INSERT INTO oauth_refresh_tokens (hash, grant_id, client_id, user_id, scope, resource, expires_at${TOKEN_FIELDS.columns}, replaces)
+      SELECT NEW.r_hash, NEW.r_grant, NEW.r_client, NEW.r_user, NEW.r_scope, NEW.r_resource, NEW.r_expires${TOKEN_FIELDS.values("r")}, NEW.old
+      WHERE NEW.r_hash IS NOT NULL AND EXISTS (${won}) AND ${first} AND ${tombstone("NEW.r_grant")};
+    UPDATE oauth_refresh_tokens SET successor = NULL
+    WHERE hash = (SELECT replaces FROM oauth_refresh_tokens WHERE hash = NEW.old AND rotated_at IS NULL) AND EXISTS (${won});
+    UPDATE oauth_refresh_tokens SET
+      rotated_at = CASE WHEN rotated_at IS NULL THEN NEW.now ELSE rotated_at END,
+      replaced_by = CASE WHEN rotated_at IS NULL THEN NEW.r_hash ELSE replaced_by END,
+      successor = CASE WHEN rotated_at IS NULL THEN NEW.sealed ELSE successor END
+    WHERE ${rotatable("oauth_refresh_tokens")};
+    DELETE FROM oauth_rotate WHERE rowid = NEW.rowid;
+  END`,
+  ];
+};
+
 /** Every migration, in order. Append; never edit one that has shipped. */
 export const MIGRATIONS: readonly Migration[] = [
   { version: 1, postgres: v1("postgres"), sqlite: v1("sqlite") },
@@ -230,6 +284,7 @@ export const MIGRATIONS: readonly Migration[] = [
   { version: 3, postgres: [], sqlite: v3sqlite() },
   { version: 4, postgres: v4("postgres"), sqlite: v4("sqlite") },
   { version: 5, postgres: v5("postgres"), sqlite: v5("sqlite") },
+  { version: 6, postgres: v6("postgres"), sqlite: v6("sqlite") },
 ];
 
 /** The latest schema version this code knows. */

@@ -140,6 +140,11 @@ export interface RefreshTokenRecord {
    * {@link Storage.rotateRefreshToken}; the grace window checks that this successor is still unrotated.
    */
   replaced_by?: string;
+  /**
+   * The successor sealed for the grace window: only on the record {@link Storage.rotateRefreshToken} returns to
+   * a grace retry. It is the `sealed` value of the first rotation, which the caller opens with the token it holds.
+   */
+  successor?: string;
   /** The JWK thumbprint (RFC 7638) of the DPoP key the token is bound to (RFC 9449 §6); absent: a bearer token. */
   jkt?: string;
   /** The actor of a delegation (RFC 8693 §4.1 `act`), as a JSON object; absent without one. */
@@ -154,6 +159,11 @@ export interface IssuedTokens {
   access: AccessTokenRecord;
   /** The refresh token, when one is issued. */
   refresh?: RefreshTokenRecord;
+  /**
+   * Only for {@link Storage.rotateRefreshToken} with a grace window: the new refresh token itself, encrypted
+   * under a key derived from the token being rotated (which the store never sees), kept with the rotated record.
+   */
+  sealed?: string;
 }
 
 /**
@@ -297,17 +307,25 @@ export interface Storage {
   findRefreshToken(hash: string, now: number): Promise<RefreshTokenRecord | null>;
   /**
    * Atomically rotates a refresh token and stores `next`. Succeeds, for one caller only, when the token exists,
-   * is live, its grant is not revoked and it was not rotated before: then sets `rotated_at = now` and
-   * `replaced_by = next.refresh?.hash`.
+   * is live, its grant is not revoked and it was not rotated before: then sets `rotated_at = now`,
+   * `replaced_by = next.refresh?.hash`, keeps `next.sealed` with the rotated record, and drops the sealed
+   * successor kept with the record this token replaced (the one whose `replaced_by` is `hash`): once a token
+   * rotates, its predecessor can no longer be retried, and its sealed value would only be a liability.
    *
-   * With `graceMs > 0` it also succeeds for a token rotated at `rotated_at > now - graceMs` whose `replaced_by`
-   * token exists and is itself unrotated: a retry by a client whose processes share one refresh token. Such a
-   * success stores `next` as well, changes nothing on the old record, and revokes nothing.
+   * With `graceMs > 0` it also succeeds for a token rotated at `rotated_at > now - graceMs` that keeps a sealed
+   * successor, while that successor (`replaced_by`) is unrotated: a retry by a client whose processes share one
+   * refresh token. Such a success stores `next.access` only, never `next.refresh`, changes nothing on the old
+   * record and revokes nothing; the record it returns carries the sealed successor as `successor`, and the
+   * caller answers with that same successor. So a retry, or an attacker's replay, inside the window never
+   * starts a second live chain: both holders share one refresh token, and whichever rotates it second (after
+   * the window) is caught as reuse. (Siblings that retire each other would also keep one chain, but one of a
+   * legitimate client's processes would then keep a retired token, and its next refresh would revoke the grant.)
    *
    * Every success also sets the grant's `last_used_at = now` and raises its `expires_at` to cover `next`, and
-   * updates the client's `last_used_at` (see {@link Storage.saveTokens}). Returns the old record to each
-   * caller that succeeded (its `rotated_at` may or may not show this call), and null to every other, who
-   * stored nothing (the caller then revokes the grant, RFC 9700 §4.14.2).
+   * updates the client's `last_used_at` (see {@link Storage.saveTokens}). Returns the old record as it was
+   * before this call to each caller that succeeded (so `rotated_at` is absent for the first rotation, and set,
+   * with `successor`, for a grace retry), and null to every other, who stored nothing (the caller then revokes
+   * the grant, RFC 9700 §4.14.2).
    */
   rotateRefreshToken(hash: string, next: IssuedTokens, now: number, graceMs?: number): Promise<RefreshTokenRecord | null>;
 

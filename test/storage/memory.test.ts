@@ -148,7 +148,7 @@ describe("memoryStorage edges", () => {
     const { store } = at(1_000_000);
     await store.saveTokens(pair("1", "g", 9_000_000), 1_000_000);
     // A successor that lives 2 s (as a store may hold one whose expiry was cut short).
-    expect(await store.rotateRefreshToken("rt-1", pair("2", "g", 9_000_000, 1_002_000), 1_000_000, 10_000)).not.toBeNull();
+    expect(await store.rotateRefreshToken("rt-1", { ...pair("2", "g", 9_000_000, 1_002_000), sealed: "s" }, 1_000_000, 10_000)).not.toBeNull();
     expect(await store.rotateRefreshToken("rt-1", pair("3", "g", 9_000_000), 1_001_000, 10_000)).not.toBeNull();
     expect(await store.rotateRefreshToken("rt-1", pair("4", "g", 9_000_000), 1_002_000, 10_000)).toBeNull();
   });

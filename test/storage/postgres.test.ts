@@ -10,6 +10,7 @@ import { sqlStorage, storageContract } from "../../mod.ts";
 import { MIGRATIONS } from "../../lib/storage/sql_migrations.ts";
 import { type Database, type Skipped, started, startPostgres } from "../support/databases.ts";
 import { checkAgainstModel } from "../support/model.ts";
+import { sealsFollowTheChain } from "../support/seals.ts";
 import { steadyLoad } from "../support/steady.ts";
 
 const server: Database | Skipped = await startPostgres();
@@ -26,6 +27,11 @@ describe.skipIf(!started(server))("storage contract: sqlStorage on PostgreSQL th
   afterAll(() => pool.end());
   const store = () => sqlStorage({ dialect: "postgres", query: (t, p, n) => pool.query({ text: t, values: p, name: n }).then((r) => r.rows) });
   for (const check of storageContract(store)) test(check.name, check.run, 20_000);
+
+  test("a rotation drops the sealed successor its predecessor kept for the grace window", async () => {
+    await sealsFollowTheChain(store(), async (hash) =>
+      (await pool.query("SELECT successor FROM oauth_refresh_tokens WHERE hash = $1", [hash])).rows[0]?.successor ?? null);
+  });
 
   test("each statement is prepared once per connection, under a name of its own", async () => {
     const single = new pg.Pool({ connectionString: url, max: 1 });
@@ -61,6 +67,7 @@ describe.skipIf(!started(server))("storage contract: sqlStorage on PostgreSQL th
       expect(new Set(versions).size).toBe(1);
       const { rows } = await pools[0]!.query("SELECT count(*)::int AS n FROM oauth_migrations");
       expect(rows[0].n).toBe(MIGRATIONS.length);
+      expect(versions[0]).toBe(MIGRATIONS.at(-1)!.version);
     } finally {
       await Promise.all(pools.map((p) => p.end()));
     }

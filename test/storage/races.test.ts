@@ -22,6 +22,16 @@ afterAll(async () => {
   rmSync(sqliteDir, { recursive: true, force: true });
 }, 30_000);
 
+/** What a racer prints for a code or refresh task. */
+interface Raced {
+  won: boolean;
+  access: string;
+  first: boolean;
+  sealed?: string;
+  successor?: string;
+  refresh: string;
+}
+
 interface Racer {
   child: ChildProcess;
   lines: AsyncIterator<string>;
@@ -76,7 +86,7 @@ describe.each(cases)("races between %s racer processes", (driver, target) => {
   );
 
   test.skipIf(target() === undefined)(
-    `${ROUNDS} rounds x ${RACERS} processes: one code redeemed once, one refresh token rotated once; retries inside a grace window all succeed`,
+    `${ROUNDS} rounds x ${RACERS} processes: one code redeemed once, one refresh token rotated once; retries inside a grace window all succeed, sharing one successor`,
     async () => {
       const { store, close } = await openStore(driver, target()!);
       const racers = await Promise.all(Array.from({ length: RACERS }, () => spawnRacer(driver, target()!)));
@@ -97,10 +107,17 @@ describe.each(cases)("races between %s racer processes", (driver, target) => {
             }
             const task = `${JSON.stringify({ round, verb, hash, grant, now })}\n`;
             for (const racer of racers) racer.child.stdin!.write(task);
-            const results = await Promise.all(racers.map(async (racer) => JSON.parse((await racer.lines.next()).value as string) as { won: boolean; access: string }));
+            const results = await Promise.all(racers.map(async (racer) => JSON.parse((await racer.lines.next()).value as string) as Raced));
             const winners = results.filter((r) => r.won);
             if (verb === "grace") {
               expect(winners.length, `grace round ${round}: every retry inside the window succeeds`).toBe(RACERS);
+              // ... and they all share one successor: one first rotation, whose seal every retry gets back.
+              const firsts = results.filter((r) => r.first);
+              expect(firsts.length, `grace round ${round}: one first rotation`).toBe(1);
+              expect(results.filter((r) => !r.first).map((r) => r.successor), `grace round ${round}: every retry gets its seal`)
+                .toEqual(Array.from({ length: RACERS - 1 }, () => firsts[0]!.sealed));
+              const live = await Promise.all(results.map((r) => store.findRefreshToken(r.refresh, now)));
+              expect(live.filter((t) => t !== null).map((t) => t!.hash), `grace round ${round}: one live refresh token`).toEqual([firsts[0]!.refresh]);
               continue;
             }
             expect(winners.length, `${verb} round ${round}: exactly one winner`).toBe(1);
@@ -127,8 +144,7 @@ test(`${RACERS} processes that start at once on one new SQLite file all migrate 
   const { DatabaseSync } = await import("node:sqlite");
   const db = new DatabaseSync(file);
   const [recorded] = db.prepare("SELECT count(*) AS n, max(version) AS v FROM oauth_migrations").all() as { n: number; v: number }[];
-  expect(recorded!.n).toBe(MIGRATIONS.length);
-  expect(recorded!.v).toBe(MIGRATIONS.at(-1)!.version);
+  expect([recorded!.n, recorded!.v]).toEqual([MIGRATIONS.length, MIGRATIONS.at(-1)!.version]);
   expect(recorded!.v).toBeGreaterThanOrEqual(2);
   db.close();
 }, 60_000);

@@ -8,6 +8,7 @@ import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { redisStorage, storageContract } from "../../mod.ts";
 import { type Database, type Skipped, started, startRedis } from "../support/databases.ts";
 import { checkAgainstModel } from "../support/model.ts";
+import { sealsFollowTheChain } from "../support/seals.ts";
 import { steadyLoad } from "../support/steady.ts";
 
 const server: Database | Skipped = await startRedis();
@@ -49,6 +50,10 @@ describe.skipIf(!started(server))("storage contract: redisStorage through ioredi
     expect(await calls()).toMatchObject({ eval: 1, evalsha: 1 });
     expect(await one.findAccessToken("sha-at", now)).toMatchObject({ hash: "sha-at" });
     expect(await calls()).toMatchObject({ eval: 1, evalsha: 2 });
+  });
+
+  test("a rotation drops the sealed successor its predecessor kept for the grace window", async () => {
+    await sealsFollowTheChain(store(), (hash) => redis.hget(`oauth:rt:${hash}`, "s"));
   });
 
   test("every key of expiring data carries a TTL; only clients, their list and generations, and settings do not", async () => {

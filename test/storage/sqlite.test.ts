@@ -4,6 +4,7 @@ import { describe, expect, test } from "vitest";
 import { sqlStorage, storageContract } from "../../mod.ts";
 import { MIGRATIONS, SCHEMA_VERSION } from "../../lib/storage/sql_migrations.ts";
 import { openSqlite } from "../support/sqlite.ts";
+import { sealsFollowTheChain } from "../support/seals.ts";
 import { steadyLoad } from "../support/steady.ts";
 
 describe(`storage contract: sqlStorage on SQLite (${openSqlite.driver})`, () => {
@@ -20,7 +21,7 @@ test("migrate() is idempotent and reports the schema version", async () => {
   expect(rows.map((r) => Number(r.version)).sort((x, y) => x - y)).toEqual(MIGRATIONS.map((m) => m.version));
 });
 
-test("a version-3 database upgrades to 4: its rows stay, new tokens keep jkt, and a half-applied upgrade is finished", async () => {
+test("a version-3 database upgrades past 4: its rows stay, new tokens keep jkt, and a half-applied upgrade is finished", async () => {
   const executor = openSqlite(":memory:");
   // The schema as version 3 left it, with a token stored then.
   await executor.query("CREATE TABLE oauth_migrations (version INTEGER PRIMARY KEY, applied_at BIGINT NOT NULL)", []);
@@ -35,8 +36,8 @@ test("a version-3 database upgrades to 4: its rows stay, new tokens keep jkt, an
   const access = { hash: "new", client_id: "c", scope: "read", expires_at: 9000000000000, grant_id: "g", jkt: "k" };
   await store.saveTokens({ access, refresh: { ...access, hash: "new-rt", grant_id: "g" } }, 1);
   expect(await store.findAccessToken("new", 1)).toEqual(access);
-  // An instance that stopped after adding some columns: the migration runs again over them.
-  await executor.query("DELETE FROM oauth_migrations WHERE version = 4", []);
+  // An instance that stopped after adding some of 4's columns (so before the later ones): they run again over them.
+  await executor.query("DELETE FROM oauth_migrations WHERE version >= 4", []);
   expect(await sqlStorage(executor).migrate()).toBe(SCHEMA_VERSION);
   expect((await store.findRefreshToken("new-rt", 1))?.jkt).toBe("k");
 });
@@ -52,6 +53,38 @@ test("only hashes reach the database: a stored client carries its secret hash, n
   const [row] = await executor.query("SELECT record FROM oauth_clients", []);
   expect(JSON.parse(String(row!.record))).toMatchObject({ secret_hash: "aGFzaA", metadata: { client_uri: "https://c.example" } });
   expect(await store.getClient("c")).toMatchObject({ client_id: "c", active: true, metadata: { client_uri: "https://c.example" } });
+});
+
+test("a rotation drops the sealed successor its predecessor kept for the grace window", async () => {
+  const executor = openSqlite(":memory:");
+  await sealsFollowTheChain(sqlStorage(executor), async (hash) =>
+    ((await executor.query("SELECT successor FROM oauth_refresh_tokens WHERE hash = ?1", [hash]))[0]?.successor ?? null) as string | null);
+});
+
+test("a database at schema 3 with a rotation in flight upgrades, and its tokens rotate with seals afterwards", async () => {
+  const executor = openSqlite(":memory:");
+  await executor.query("CREATE TABLE oauth_migrations (version INTEGER PRIMARY KEY, applied_at BIGINT NOT NULL)", []);
+  for (const migration of MIGRATIONS.filter((m) => m.version <= 3)) {
+    for (const statement of migration.sqlite) await executor.query(statement, []);
+    await executor.query("INSERT INTO oauth_migrations (version, applied_at) VALUES (?1, 1)", [migration.version]);
+  }
+  const old = sqlStorage(executor);
+  const now = Date.now();
+  const pair = (n: string) => ({
+    access: { hash: `up-at-${n}`, client_id: "c", scope: "read", grant_id: "up", expires_at: now + 60_000 },
+    refresh: { hash: `up-rt-${n}`, client_id: "c", scope: "read", grant_id: "up", expires_at: now + 120_000 },
+  });
+  await old.saveTokens(pair("1"), now);
+  // Rotated under schema 3 (through its trigger, which knows no seal), then upgraded.
+  await executor.query(`INSERT INTO oauth_rotate (old, grace, now, g_expires, a_hash, a_client, a_scope, a_grant, a_expires,
+    r_hash, r_grant, r_client, r_scope, r_expires) VALUES ('up-rt-1', NULL, ?1, ?2, 'up-at-2', 'c', 'read', 'up', ?2, 'up-rt-2', 'up', 'c', 'read', ?3)`,
+    [now, now + 60_000, now + 120_000]);
+  expect(await sqlStorage(executor).migrate()).toBe(MIGRATIONS.at(-1)!.version);
+  const store = sqlStorage(executor);
+  expect(await store.rotateRefreshToken("up-rt-1", pair("x"), now + 1, 10_000), "no seal was kept: no retry").toBeNull();
+  expect(await store.rotateRefreshToken("up-rt-2", { ...pair("3"), sealed: "seal-3" }, now + 2, 10_000)).not.toBeNull();
+  expect((await store.rotateRefreshToken("up-rt-2", pair("4"), now + 3, 10_000))?.successor).toBe("seal-3");
+  expect(await store.findRefreshToken("up-rt-4", now + 3)).toBeNull();
 });
 
 test("a database error is a 503 temporarily_unavailable, not a crash", async () => {

@@ -95,7 +95,9 @@ async function compare(steps: Step[], open: OpenStore): Promise<string | undefin
         case "rotate": {
           const target = issued[s.token];
           if (!target?.refresh) return "no token";
-          return await store.rotateRefreshToken(target.refresh, tokens ??= mint(target.grant, 10_000, true, target.refreshExpires), now, s.grace ? 5_000 : 0);
+          // With a grace window the caller seals its successor; a retry gets the first rotation's seal back.
+          tokens ??= { ...mint(target.grant, 10_000, true, target.refreshExpires), ...(s.grace ? { sealed: `${u}seal${serial}` } : {}) };
+          return await store.rotateRefreshToken(target.refresh, tokens, now, s.grace ? 5_000 : 0);
         }
         case "revokeGrant":
           await store.revokeGrant(pickGrant(s.grant));
