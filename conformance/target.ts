@@ -37,6 +37,8 @@ export interface TargetClients {
   client_credentials_refresh?: SecretClient;
   /** A second client for cross-client checks (a secret only if it is confidential). */
   second: { client_id: string; client_secret?: string };
+  /** Optional: a client allowed the device_code grant (RFC 8628), public or with its secret; without it those cases skip. */
+  device?: ClientRole;
 }
 
 /** A name of a role that can obtain an access token. */
@@ -239,6 +241,7 @@ export function parseTarget(input: unknown, options: ParseTargetOptions = {}): T
   const conf = role("confidential", { secret: true, redirect: true });
   const cc = role("client_credentials", { secret: true, redirect: false });
   const ccr = role("client_credentials_refresh", { secret: true, redirect: false }, true);
+  const device = role("device", { secret: false, redirect: false }, true);
   const second = isObj(input.clients) && isObj(input.clients.second) ? input.clients.second : undefined;
   if (isObj(input.clients) && !second) bad("clients.second", "must be an object");
   const secondId = second ? str(second, "client_id", "clients.second.") : undefined;
@@ -328,6 +331,7 @@ export function parseTarget(input: unknown, options: ParseTargetOptions = {}): T
     second: secondSecret === undefined ? { client_id: secondId! } : { client_id: secondId!, client_secret: secondSecret },
   };
   if (ccr) clients.client_credentials_refresh = ccr as SecretClient;
+  if (device) clients.device = device;
   const target: Target = {
     name: typeof input.name === "string" ? input.name : base!,
     base_url: base!,

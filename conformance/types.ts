@@ -47,6 +47,7 @@ export const AREAS = {
   dpop: "DPoP sender-constrained tokens (RFC 9449)",
   mcp: "MCP authorization (RFC 8707, 9728, 7591, CIMD, CORS)",
   identity: "Machine and agent identity (RFC 7523, 8693, ID-JAG, workload JWTs)",
+  device: "Device authorization grant (RFC 8628)",
 } as const;
 
 /** One area of the report. */

@@ -8,6 +8,7 @@ import { cases as authorize } from "./authorize.ts";
 import { cases as authorizeRedirect } from "./authorize_redirect.ts";
 import { cases as bearer } from "./bearer.ts";
 import { cases as concurrency } from "./concurrency.ts";
+import { cases as device } from "./device.ts";
 import { cases as identityGrants } from "./identity_grants.ts";
 import { cases as dpop } from "./dpop.ts";
 import { cases as jwtAccessTokens } from "./jwt_access_tokens.ts";
@@ -47,4 +48,5 @@ export const ALL_CASES: readonly CaseDef[] = [
   ...mcp2026,
   ...privateKeyJwt,
   ...identityGrants,
+  ...device,
 ];

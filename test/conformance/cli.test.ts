@@ -76,7 +76,7 @@ describe("conformance/cli.ts", () => {
     // The demo issues opaque tokens without DPoP: the JWT access-token and DPoP cases are not offered (its metadata
     // has no jwks_uri, no dpop_signing_alg_values_supported).
     const notOffered = report.results.filter((r) => r.verdict === "NOT_OFFERED").map((r) => r.id);
-    expect(notOffered.every((id) => id.startsWith("JWT-AT-") || id.startsWith("DPOP-"))).toBe(true);
+    expect(notOffered.every((id) => id.startsWith("JWT-AT-") || id.startsWith("DPOP-") || id.startsWith("TOKEN-DEVICE-"))).toBe(true);
     const failing = report.results.filter((r) => r.verdict !== "PASS" && r.verdict !== "NOT_OFFERED").map((r) => `${r.verdict} ${r.id}`);
     // Over HTTP there is no clock to move, and the demo redirect URI is a loopback one (any port may match).
     expect(failing).toEqual(["SKIP AUTHZ-REDIRECT-VARIANT-PORT", "SKIP SEC-CODE-EXPIRED"]);

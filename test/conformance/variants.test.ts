@@ -6,12 +6,13 @@ import { describe, expect, it } from "vitest";
 import { ALL_CASES, EVERY_PROFILE } from "../../conformance/mod.ts";
 import { referenceMcpApp } from "../../conformance/targets/reference_mcp_app.ts";
 import { DOCUMENTS, jwtConfig, MCP_TARGET_FILE, problems, referenceApp, referenceTarget, run, TARGET_FILE, webConfig } from "./reference.ts";
+import { DEVICE_VARIANTS, deviceConfig } from "./device_variants.ts";
 import { DPOP_VARIANTS } from "./dpop_variants.ts";
 import { IDENTITY_VARIANTS } from "./identity_variants.ts";
 import { JWT_VARIANTS } from "./jwt_variants.ts";
 import { VARIANTS as CORE_VARIANTS } from "./variants.ts";
 
-const VARIANTS = [...CORE_VARIANTS, ...JWT_VARIANTS, ...IDENTITY_VARIANTS, ...DPOP_VARIANTS];
+const VARIANTS = [...CORE_VARIANTS, ...JWT_VARIANTS, ...IDENTITY_VARIANTS, ...DPOP_VARIANTS, ...DEVICE_VARIANTS];
 
 describe("the conformance suite against the reference server (in-process)", () => {
   for (const profile of EVERY_PROFILE) {
@@ -28,10 +29,11 @@ describe("the conformance suite against the reference server (in-process)", () =
         // It also keeps the spec's one-scope rule, so a request beyond a client's scopes is refused, not narrowed.
         // Nor the identity roles (no private_key_jwt client, no trusted issuer, no token exchange): the MCP
         // deployment's test runs those too.
-        const mcpOnly = (p: string) => /^(SKIP|NOT_OFFERED) (MCP|ID)-/.test(p) || /^WARN MCP-(CIMD-SUPPORTED|SCOPE-NARROWED):/.test(p);
+        // The device flow is off in the demo too: a run below turns it on.
+        const mcpOnly = (p: string) => /^(SKIP|NOT_OFFERED) (MCP|ID|TOKEN-DEVICE)-/.test(p) || /^WARN MCP-(CIMD-SUPPORTED|SCOPE-NARROWED):/.test(p);
         expect(problems(report).filter((p) => !skippedOk.some((id) => p.startsWith(`SKIP ${id}:`)) && !mcpOnly(p))).toEqual([]);
         // Discovery drops none of the cases the demo offers: every case outside MCP ran.
-        expect(report.results.filter((r) => r.verdict === "NOT_OFFERED" && !/^(MCP|ID)-/.test(r.id)).map((r) => r.id)).toEqual([]);
+        expect(report.results.filter((r) => r.verdict === "NOT_OFFERED" && !/^(MCP|ID|TOKEN-DEVICE)-/.test(r.id)).map((r) => r.id)).toEqual([]);
         if (profile === "spec") {
           // Every cell of the body-field table was exercised.
           expect(report.matrix).toHaveLength(40);
@@ -53,12 +55,21 @@ describe("the reference server with DPoP nonces required (in-process)", () => {
   }, 30_000);
 });
 
+describe("the reference server with the device flow on (in-process)", () => {
+  it("passes every device case, the suite playing the user at the verification URI through its HTML forms", async () => {
+    const app = await referenceApp((s) => s, { config: deviceConfig() });
+    const report = await run(app.fetch, { profile: "oauth2.1", only: "TOKEN-DEVICE-*" }, referenceTarget(false));
+    expect(problems(report)).toEqual([]);
+    expect(report.results.filter((r) => r.verdict === "PASS")).toHaveLength(5);
+  }, 30_000);
+});
+
 describe("the reference server as an MCP deployment (in-process)", () => {
   it("passes every case of profile mcp, the MCP cases included", async () => {
     const report = await run(await referenceMcpApp({ passwordIterations: 1, documentOrigin: DOCUMENTS.origin }), { profile: "mcp" }, referenceTarget(false, MCP_TARGET_FILE));
     // offline_access is off there (refresh tokens for every code flow); the next test turns it on.
     // Its tokens are opaque: the JWT cases are not offered (the plain reference run above issues JWTs).
-    const offByDefault = /^(SKIP (AUTHZ-REDIRECT-VARIANT-PORT|SEC-CODE-EXPIRED)|NOT_OFFERED (MCP-OFFLINE-ACCESS|JWT-AT-[A-Z-]+|DPOP-[A-Z-]+)):/;
+    const offByDefault = /^(SKIP (AUTHZ-REDIRECT-VARIANT-PORT|SEC-CODE-EXPIRED)|NOT_OFFERED (MCP-OFFLINE-ACCESS|JWT-AT-[A-Z-]+|DPOP-[A-Z-]+|TOKEN-DEVICE-[A-Z-]+)):/;
     expect(problems(report).filter((p) => !offByDefault.test(p))).toEqual([]);
     expect(report.results.filter((r) => r.id.startsWith("MCP-") && r.verdict === "PASS")).toHaveLength(26);
     // The identity cases: the suite signs as the client, the identity provider and the workload platform.
