@@ -117,16 +117,8 @@ const v2sqlite = (fields: TokenFields = NO_FIELDS): string[] => [
  * marks it last; SQLite runs one statement at a time, so exactly one caller sees it winnable. The caller reads
  * back whether its access token was stored. The row deletes itself.
  */
-/** The carrier table and the winner's inserts of migration 3's triggers, with the token columns of `fields`. */
-const exchange = (fields: TokenFields): { carrier(name: string, key: string): string; issue(won: string): string } => {
-  const carrier = (name: string, key: string): string =>
-    table(name, `${key} TEXT, grace BIGINT, now BIGINT, g_expires BIGINT, a_hash TEXT, a_client TEXT, a_user TEXT,
-      a_scope TEXT, a_resource TEXT, a_grant TEXT, a_expires BIGINT${fields.carrier("a")}, r_hash TEXT, r_grant TEXT, r_client TEXT,
-      r_user TEXT, r_scope TEXT, r_resource TEXT, r_expires BIGINT${fields.carrier("r")}`);
-  const tombstone = (grant: string): string => `NOT EXISTS (SELECT 1 FROM oauth_grants WHERE grant_id = ${grant} AND revoked_at IS NOT NULL)`;
-  /** The grant upsert and token inserts of one winner, `won` selecting the winning row (grant columns). */
-  const issue = (won: string): string => `
-    INSERT INTO oauth_grants (grant_id, client_id, user_id, scope, resource, created_at, last_used_at, expires_at)
+/** A trigger's upsert of the winner's grant (`won` selects its grant columns), unless the grant is revoked. */
+const winnerGrant = (won: string): string => `    INSERT INTO oauth_grants (grant_id, client_id, user_id, scope, resource, created_at, last_used_at, expires_at)
       SELECT w.grant_id, w.client_id, w.user_id, w.scope, w.resource, NEW.now, NEW.now, NEW.g_expires FROM (${won}) AS w
       WHERE true
       ON CONFLICT (grant_id) DO UPDATE SET last_used_at = excluded.last_used_at,
@@ -136,7 +128,18 @@ const exchange = (fields: TokenFields): { carrier(name: string, key: string): st
         scope = COALESCE(oauth_grants.scope, excluded.scope),
         resource = COALESCE(oauth_grants.resource, excluded.resource),
         expires_at = MAX(oauth_grants.expires_at, excluded.expires_at)
-      WHERE oauth_grants.revoked_at IS NULL;
+      WHERE oauth_grants.revoked_at IS NULL;`;
+
+/** The carrier table and the winner's inserts of migration 3's triggers, with the token columns of `fields`. */
+const exchange = (fields: TokenFields): { carrier(name: string, key: string): string; issue(won: string): string } => {
+  const carrier = (name: string, key: string): string =>
+    table(name, `${key} TEXT, grace BIGINT, now BIGINT, g_expires BIGINT, a_hash TEXT, a_client TEXT, a_user TEXT,
+      a_scope TEXT, a_resource TEXT, a_grant TEXT, a_expires BIGINT${fields.carrier("a")}, r_hash TEXT, r_grant TEXT, r_client TEXT,
+      r_user TEXT, r_scope TEXT, r_resource TEXT, r_expires BIGINT${fields.carrier("r")}`);
+  const tombstone = (grant: string): string => `NOT EXISTS (SELECT 1 FROM oauth_grants WHERE grant_id = ${grant} AND revoked_at IS NOT NULL)`;
+  /** The grant upsert and token inserts of one winner, `won` selecting the winning row (grant columns). */
+  const issue = (won: string): string => `
+${winnerGrant(won)}
     INSERT INTO oauth_access_tokens (hash, client_id, user_id, scope, resource, grant_id, expires_at${fields.columns})
       SELECT NEW.a_hash, NEW.a_client, NEW.a_user, NEW.a_scope, NEW.a_resource, NEW.a_grant, NEW.a_expires${fields.values("a")}
       WHERE EXISTS (${won}) AND ${tombstone("NEW.a_grant")};
@@ -248,17 +251,7 @@ const v6 = (dialect: Dialect): string[] => {
     "ALTER TABLE oauth_rotate ADD COLUMN sealed TEXT",
     "DROP TRIGGER IF EXISTS oauth_rotate_refresh",
     `CREATE TRIGGER IF NOT EXISTS oauth_rotate_refresh AFTER INSERT ON oauth_rotate BEGIN
-    INSERT INTO oauth_grants (grant_id, client_id, user_id, scope, resource, created_at, last_used_at, expires_at)
-      SELECT w.grant_id, w.client_id, w.user_id, w.scope, w.resource, NEW.now, NEW.now, NEW.g_expires FROM (${won}) AS w
-      WHERE true
-      ON CONFLICT (grant_id) DO UPDATE SET last_used_at = excluded.last_used_at,
-        created_at = COALESCE(oauth_grants.created_at, excluded.created_at),
-        client_id = COALESCE(oauth_grants.client_id, excluded.client_id),
-        user_id = COALESCE(oauth_grants.user_id, excluded.user_id),
-        scope = COALESCE(oauth_grants.scope, excluded.scope),
-        resource = COALESCE(oauth_grants.resource, excluded.resource),
-        expires_at = MAX(oauth_grants.expires_at, excluded.expires_at)
-      WHERE oauth_grants.revoked_at IS NULL;
+${winnerGrant(won)}
     INSERT INTO oauth_access_tokens (hash, client_id, user_id, scope, resource, grant_id, expires_at${TOKEN_FIELDS.columns})
       SELECT NEW.a_hash, NEW.a_client, NEW.a_user, NEW.a_scope, NEW.a_resource, NEW.a_grant, NEW.a_expires${TOKEN_FIELDS.values("a")}
       WHERE EXISTS (${won}) AND ${tombstone("NEW.a_grant")};
