@@ -26,7 +26,7 @@ const WRITES = new Set([
 /** The endpoint names a metric label may carry (the README's list), whatever the path was. */
 const ENDPOINT_NAMES = [
   "authorize", "token", "revoke", "introspect", "register", "metadata", "resource_metadata", "healthz", "readyz", "metrics",
-  "connected_apps", "logout", "landing", "api", "other",
+  "connected_apps", "logout", "landing", "api", "jwks", "device_authorization", "device", "other",
 ];
 /** Addresses that are navigated to, not fetched: a preflight there must never succeed. */
 const PAGES = new Set(["/index.php", "/authorize", "/account/apps", "/logout", "/"]);

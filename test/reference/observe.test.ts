@@ -39,6 +39,14 @@ const tokenRequest = (fields: Record<string, string>, headers: Record<string, st
   new Request(`${ISSUER}/index.php?module=OAuth2&action=token`, { method: "POST", headers, body: new URLSearchParams(fields) });
 
 describe("the request log", () => {
+  test("the key set, the device endpoint and the device page have their own endpoint names", async () => {
+    const { fetch, records } = await app({ device_authorization: { enabled: true } });
+    await fetch(new Request(`${ISSUER}/jwks`));
+    await fetch(new Request(`${ISSUER}/device_authorization`, { method: "POST", body: new URLSearchParams({ client_id: "demo-spa" }) }));
+    await fetch(new Request(`${ISSUER}/device?user_code=BCDF-GHJK`));
+    expect(records().map((line) => line.endpoint)).toEqual(["jwks", "device_authorization", "device"]);
+  });
+
   test("one JSON line per request with method, path without the query, status, duration and client_id; no secret", async () => {
     const { fetch, lines, records } = await app();
     const basic = { authorization: `Basic ${btoa(`demo-backend:${SECRET}`)}` };
