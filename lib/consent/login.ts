@@ -186,7 +186,8 @@ export function passwordLogin(options: PasswordLoginOptions): PasswordLogin {
       if (context.prompt?.includes("login") && !signedInFor(session, targetOf(request), clock())) {
         return showLogin(request, context, cookies, secure);
       }
-      return session.user;
+      // RFC 9068 §2.2.1: the sign-in time travels with the user into the code and its tokens.
+      return session.auth === undefined ? session.user : { ...session.user, auth_time: session.auth };
     }
 
     // Login CSRF: the token must be the HMAC of a nonce cookie, which a cross-site POST does not carry.

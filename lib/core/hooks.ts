@@ -11,6 +11,8 @@ export interface EndUser {
   id: string;
   /** Display name for the consent page. */
   name?: string;
+  /** When the user signed in, in seconds since the epoch: `auth_time` of JWT access tokens (RFC 9068 §2.2.1). */
+  auth_time?: number;
 }
 
 /** What the authentication hook is told besides the request. */

@@ -180,6 +180,7 @@ async function issueCode(
     // Stryker disable next-line ConditionalExpression: undefined reads as no resource (equivalent)
     ...(authorization.resource === undefined ? {} : { resource: authorization.resource }),
     ...(authorization.dpop_jkt === undefined ? {} : { dpop_jkt: authorization.dpop_jkt }),
+    ...(user.auth_time === undefined ? {} : { auth_time: user.auth_time }),
     expires_at: now + context.codeTtl,
   }, OUTSTANDING_CODES);
   return { code, grantId };

@@ -11,6 +11,7 @@ import { deviceConsentPage, deviceDonePage, userCodePage } from "../consent/devi
 import { CSRF_TTL, csrfToken, verifyCsrfToken } from "../consent/csrf.ts";
 import { defineEndpoint, type Endpoint } from "../core/endpoint.ts";
 import type { Exchange } from "../core/exchange.ts";
+import type { EndUser } from "../core/hooks.ts";
 import type { View } from "../core/view.ts";
 import { pathOf, queryOf, readParams, type ResponseParts } from "../http.ts";
 import { sha256 } from "../sha256.ts";
@@ -113,18 +114,23 @@ async function devicePage(state: DevicePageState, exchange: Exchange, view: Page
   if (!(await view.storage.markOnce(`device-consent:${sha256(csrf!)}`, now + CSRF_TTL, now))) {
     return deviceDonePage(403, "Request refused", "This form was already used.", true);
   }
-  return decide(record, decision === "allow", user.id, exchange, view, now);
+  return decide(record, decision === "allow", user, exchange, view, now);
 }
 
 async function decide(
   record: DeviceAuthorizationRecord,
   approved: boolean,
-  userId: string,
+  user: EndUser,
   exchange: Exchange,
   view: PageView,
   now: number,
 ): Promise<ResponseParts> {
-  const decided = await view.storage.decideDeviceAuthorization(record.user_code_hash, { approved, user_id: userId }, now);
+  const userId = user.id;
+  const decided = await view.storage.decideDeviceAuthorization(
+    record.user_code_hash,
+    { approved, user_id: userId, ...(user.auth_time === undefined ? {} : { auth_time: user.auth_time }) },
+    now,
+  );
   if (decided === null) return deviceDonePage(400, "This code was already used", "Start again on your device to get a new code.", true);
   const who = { client_id: record.client_id, user_id: userId };
   exchange.emit({ type: approved ? "consent.granted" : "consent.denied", ...who });

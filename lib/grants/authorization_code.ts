@@ -90,6 +90,7 @@ export const authorizationCode: Grant = defineGrant({
       refresh_resource: record.resource,
       grant_id: record.grant_id,
       refresh_expires_at: refresh ? now + context.refreshTokenTtl : undefined,
+      auth_time: record.auth_time,
       jkt: dpopKey(exchange),
     }, client, context, now);
     // The one atomic step: whoever loses a concurrent redemption is treated as a replay.

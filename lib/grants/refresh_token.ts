@@ -66,6 +66,8 @@ export const refreshToken: Grant = defineGrant({
       grant_id: record.grant_id,
       // The grant's lifetime is fixed at authorization: rotation does not extend it.
       refresh_expires_at: record.expires_at,
+      // The sign-in behind the grant, not the refresh (RFC 9068 §2.2.1).
+      auth_time: record.auth_time,
       jkt: dpopKey(exchange),
     }, client, context, now);
     // With a grace window the store keeps the successor sealed under this token, for a retry to get the same one.

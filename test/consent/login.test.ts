@@ -14,6 +14,9 @@ const URL_ = "https://auth.example/authorize?response_type=code&client_id=printe
 const CLIENT = { client_id: "printer", name: "Photo Printer" };
 
 /** A hook with a clock the test moves, and a log of verify calls. */
+/** The sign-in time the hook reports with the user (RFC 9068 §2.2.1 auth_time), for sign-ins at setup's clock. */
+const SIGNED_IN = Date.UTC(2030, 0, 1) / 1000;
+
 function setup(options: Partial<PasswordLoginOptions> = {}) {
   const clock = { now: Date.UTC(2030, 0, 1) };
   const calls: [string, string][] = [];
@@ -119,16 +122,16 @@ describe("passwordLogin", () => {
     expect(setCookie(response, "oauth2_session_login")!.attrs).toContain("Max-Age=0");
 
     const user = await hook(get(session.pair), context(null));
-    expect(user).toEqual({ id: "u-1", name: "Alice" });
+    expect(user).toEqual({ id: "u-1", name: "Alice", auth_time: SIGNED_IN });
     // The consent form posts back too; it is no login submission, so the session answers.
     const consent = await hook(post(session.pair), context(new URLSearchParams({ decision: "allow", csrf: "c" })));
-    expect(consent).toEqual({ id: "u-1", name: "Alice" });
+    expect(consent).toEqual({ id: "u-1", name: "Alice", auth_time: SIGNED_IN });
   });
 
   it("finds the session among other cookies and keeps a user without a name", async () => {
     const { hook } = setup({ verify: () => ({ id: "u-2" }) });
     const session = await signIn(hook);
-    expect(await hook(get(`theme=dark; ${session}; other="q"`), context(null))).toEqual({ id: "u-2" });
+    expect(await hook(get(`theme=dark; ${session}; other="q"`), context(null))).toEqual({ id: "u-2", auth_time: SIGNED_IN });
   });
 
   it("answers a wrong password with 401, a generic error, a fresh nonce and no session", async () => {
@@ -190,7 +193,7 @@ describe("passwordLogin", () => {
   it("ignores a tampered session cookie, in payload or signature", async () => {
     const { hook } = setup();
     const pair = await signIn(hook);
-    expect(await hook(get(pair), context(null))).toEqual({ id: "u-1", name: "Alice" });
+    expect(await hook(get(pair), context(null))).toEqual({ id: "u-1", name: "Alice", auth_time: SIGNED_IN });
     const eq = pair.indexOf("=");
     const dot = pair.indexOf(".");
     const flip = (s: string, i: number): string => s.slice(0, i) + (s[i] === "A" ? "B" : "A") + s.slice(i + 1);
@@ -214,7 +217,7 @@ describe("passwordLogin", () => {
     const { hook, clock } = setup({ sessionTtl: 600 });
     const pair = await signIn(hook);
     clock.now += 599_000;
-    expect(await hook(get(pair), context(null))).toEqual({ id: "u-1", name: "Alice" });
+    expect(await hook(get(pair), context(null))).toEqual({ id: "u-1", name: "Alice", auth_time: SIGNED_IN });
     clock.now += 1_000;
     expect(await hook(get(pair), context(null))).toBeInstanceOf(Response);
   });

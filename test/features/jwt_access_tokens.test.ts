@@ -80,6 +80,20 @@ describe("what each grant issues", () => {
     expect((await validateWithOauth4webapi(f, second.access_token)).sub).toBe("alice");
   });
 
+  test("auth_time: the sign-in time the hook reports, carried by the code and kept across refreshes (RFC 9068 §2.2.1)", async () => {
+    const signedIn = 1_700_000_000;
+    const f = await jwtFixture({ authenticateUser: () => ({ id: "alice", auth_time: signedIn }) });
+    const first = await spaTokens(f.server);
+    expect((await joseVerify(f, first.access_token)).payload.auth_time).toBe(signedIn);
+    f.clock.advance(60);
+    const response = await postToken(f.server, { grant_type: "refresh_token", client_id: "spa", refresh_token: first.refresh_token });
+    const second = await response.json() as { access_token: string };
+    expect((await joseVerify(f, second.access_token)).payload.auth_time).toBe(signedIn);
+    // A hook that does not know it gives tokens without it, and client_credentials has no user to have signed in.
+    const unknown = await jwtFixture();
+    expect((await joseVerify(unknown, (await spaTokens(unknown.server)).access_token)).payload).not.toHaveProperty("auth_time");
+  });
+
   test("a confidential client's code, without PKCE: sub alice, client_id web", async () => {
     const f = await jwtFixture();
     const code = await webCode(f.server);
