@@ -5,7 +5,7 @@
  * @module
  */
 import type { ResponseParts } from "../http.ts";
-import { escapeHtml, htmlPage } from "./pages.ts";
+import { escapeHtml, grantedList, htmlPage } from "./pages.ts";
 
 const SVG = `<svg viewBox="0 0 24 24" fill="none" stroke="currentColor" stroke-width="2" stroke-linecap="round" ` +
   `stroke-linejoin="round">`;
@@ -73,12 +73,7 @@ export function deviceConsentPage(input: DeviceConsentPageInput): ResponseParts 
     `and you started this yourself.</p>\n` +
     `<div class="account"><span><span class="muted small block">Signed in as</span>` +
     `<strong>${escapeHtml(input.userName)}</strong></span></div>\n` +
-    `<h2>This will allow ${client} to:</h2>\n` +
-    `<ul class="scopes">${input.scopes.map((s) => `<li><span class="block">${escapeHtml(s.description)}</span>` +
-      `<code class="muted">${escapeHtml(s.name)}</code></li>`).join("")}</ul>\n` +
-    (input.resources === undefined ? "" : `<p class="small">At: ${
-      input.resources.map((r) => `<code>${escapeHtml(r)}</code>`).join(", ")
-    }</p>\n`) +
+    grantedList(client, input.scopes, input.resources) +
     `<form method="post" action="${escapeHtml(input.action)}">\n` +
     `<input type="hidden" name="csrf" value="${escapeHtml(input.csrf)}">\n` +
     `<div class="actions">` +

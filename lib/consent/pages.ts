@@ -163,12 +163,7 @@ export function consentPage(input: ConsentPageInput): ResponseParts {
         `<strong>${escapeHtml(input.clientHost)}</strong>.`}</p>\n` : "") +
     `<div class="account"><span class="avatar" aria-hidden="true">${initial}</span>` +
     `<span><span class="muted small block">Signed in as</span><strong>${user}</strong></span></div>\n` +
-    `<h2>This will allow ${client} to:</h2>\n` +
-    `<ul class="scopes">${input.scopes.map((s) => `<li><span class="block">${escapeHtml(s.description)}</span>` +
-      `<code class="muted">${escapeHtml(s.name)}</code></li>`).join("")}</ul>\n` +
-    (input.resources === undefined ? "" : `<p class="small">At: ${
-      input.resources.map((r) => `<code>${escapeHtml(r)}</code>`).join(", ")
-    }</p>\n`) +
+    grantedList(client, input.scopes, input.resources) +
     (input.loopbackWarning === true
       ? `<p class="alert" role="alert">The answer goes to a program on this device ` +
         `(<strong>${destination}</strong>). Allow only if you started ${client} yourself just now.</p>\n`
@@ -306,3 +301,11 @@ const CSS = [
   `.tag{display:inline-block;padding:0 .5rem;border:1px solid var(--alert-line);border-radius:1rem;` +
   `background:var(--alert-bg);color:var(--alert);font-size:.75rem;font-weight:600;vertical-align:middle}`,
 ].join("\n");
+
+/** What a consent grants: the scopes with their descriptions, and the resources (RFC 8707) where there are any. */
+export function grantedList(client: string, scopes: readonly { name: string; description: string }[], resources?: readonly string[]): string {
+  return `<h2>This will allow ${client} to:</h2>\n` +
+    `<ul class="scopes">${scopes.map((s) => `<li><span class="block">${escapeHtml(s.description)}</span>` +
+      `<code class="muted">${escapeHtml(s.name)}</code></li>`).join("")}</ul>\n` +
+    (resources === undefined ? "" : `<p class="small">At: ${resources.map((r) => `<code>${escapeHtml(r)}</code>`).join(", ")}</p>\n`);
+}
