@@ -99,33 +99,58 @@ export async function verifyToken(
   policy: GuardPolicy,
 ): Promise<AccessTokenInfo> {
   const { dpop, audience } = policy;
-  const base = [`realm="${view.issuer}"`];
-  const refused = (error: OAuthError, scheme: Scheme | undefined, extra: string[] = []) => {
-    const description = error.description ?? error.code;
-    const params = [`error="${error.code}"`, `error_description=${quoted(description)}`, ...extra];
-    return new OAuthError(error.code, { description, status: error.status, headers: { "www-authenticate": challenge(base, dpop, { scheme, params }) } });
-  };
   const presented = presentation(authorization, dpop);
   if (presented.kind === "absent") {
+    const base = [`realm="${view.issuer}"`];
     throw new OAuthError("invalid_token", { description: "An access token is required", headers: { "www-authenticate": challenge(base, dpop) } });
   }
-  if (presented.kind === "malformed") throw refused(new OAuthError("invalid_request", { description: "The Authorization header is malformed" }), presented.scheme);
+  if (presented.kind === "malformed") {
+    throw refused(view, dpop, new OAuthError("invalid_request", { description: "The Authorization header is malformed" }), presented.scheme);
+  }
   const info = await tokenInfo(presented.token, view);
-  if (info === null) throw refused(new OAuthError("invalid_token", { description: "The access token is invalid or has expired" }), presented.scheme);
-  const now = view.clock();
-  try {
-    // The API's origin: its audience's, else the issuer's (the process serves both), never the request's Host.
-    await checkBinding(presented, info.jkt, request, new URL(audience?.audience ?? view.issuer).origin, dpop, now);
-  } catch (error) {
-    throw error instanceof OAuthError ? refused(error, presented.scheme) : error;
+  if (info === null) {
+    throw refused(view, dpop, new OAuthError("invalid_token", { description: "The access token is invalid or has expired" }), presented.scheme);
+  }
+  // An unbound token presented as Bearer needs no proof: the common case skips the binding check's await.
+  if (presented.scheme !== "Bearer" || info.jkt !== undefined) {
+    try {
+      // The API's origin: its audience's, else the issuer's (the process serves both), never the request's Host.
+      await checkBinding(presented, info.jkt, request, new URL(audience?.audience ?? view.issuer).origin, dpop, view.clock());
+    } catch (error) {
+      throw error instanceof OAuthError ? refused(view, dpop, error, presented.scheme) : error;
+    }
   }
   // The audience before the scope: a token for another resource is no token here, whatever it grants.
   if (audience !== undefined && !fitsAudience(info, audience)) {
-    throw refused(new OAuthError("invalid_token", { description: "The access token was not issued for this resource" }), presented.scheme);
+    throw refused(view, dpop, new OAuthError("invalid_token", { description: "The access token was not issued for this resource" }), presented.scheme);
   }
-  if (requiredScope !== undefined && !info.scope.split(" ").includes(requiredScope)) {
+  if (requiredScope !== undefined && !hasScope(info.scope, requiredScope)) {
     const error = new OAuthError("insufficient_scope", { description: "The access token does not grant the required scope" });
-    throw refused(error, presented.scheme, [`scope=${quoted(requiredScope)}`]);
+    throw refused(view, dpop, error, presented.scheme, [`scope=${quoted(requiredScope)}`]);
   }
   return info;
+}
+
+/** A refusal carrying the `WWW-Authenticate` challenge of the scheme the request used (RFC 6750 §3, RFC 9449 §7.1). */
+function refused(
+  view: View<(typeof GUARD_READS)[number], readonly []>,
+  dpop: ResourceDpop | null,
+  error: OAuthError,
+  scheme: Scheme | undefined,
+  extra: string[] = [],
+): OAuthError {
+  const description = error.description ?? error.code;
+  const params = [`error="${error.code}"`, `error_description=${quoted(description)}`, ...extra];
+  const header = challenge([`realm="${view.issuer}"`], dpop, { scheme, params });
+  return new OAuthError(error.code, { description, status: error.status, headers: { "www-authenticate": header } });
+}
+
+/** Whether the space-delimited `scope` holds `wanted`, without splitting it. */
+function hasScope(scope: string, wanted: string): boolean {
+  if (wanted === "") return scope.split(" ").includes(""); // as a split would say; indexOf("") never moves on
+  for (let at = scope.indexOf(wanted); at !== -1; at = scope.indexOf(wanted, at + 1)) {
+    const end = at + wanted.length;
+    if ((at === 0 || scope.charCodeAt(at - 1) === 32) && (end === scope.length || scope.charCodeAt(end) === 32)) return true;
+  }
+  return false;
 }

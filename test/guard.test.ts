@@ -92,6 +92,16 @@ describe("server.protect", () => {
   });
 });
 
+test("the required scope is matched as a whole scope token, never as part of one", async () => {
+  const { server } = await fixture();
+  const request = new Request(`${ISSUER}/api`, { headers: { authorization: `Bearer ${await token(server, "export")}` } });
+  expect((await server.verifyAccessToken(request, "export")).scope).toBe("export");
+  for (const part of ["expor", "port", "x", "export "]) {
+    const error = await server.verifyAccessToken(request, part).catch((e: unknown) => e);
+    expect((error as OAuthError).code, part).toBe("insufficient_scope");
+  }
+});
+
 test("verifyAccessToken throws OAuthError with the status and challenge to send", async () => {
   const { server } = await fixture();
   const error = await server.verifyAccessToken(new Request(`${ISSUER}/api`)).catch((e: unknown) => e);

@@ -9,7 +9,7 @@ import { DEFAULT_BODY_TIMEOUT, DEFAULT_FORM_LIMITS } from "../http.ts";
 import { trustedProxies, type ClientAddressResolver, parseNetwork } from "../proxy.ts";
 import { LOOPBACK_HOSTS } from "../redirect_uri.ts";
 import { SCOPE_TOKEN } from "../scope.ts";
-import { memoryStorage } from "../storage/memory.ts";
+import { memoryStorage, MemoryStorage } from "../storage/memory.ts";
 import { withTimeout } from "../storage/timeout.ts";
 import type { Storage } from "../storage/types.ts";
 import { memoryThrottle, type Throttle } from "../throttle.ts";
@@ -29,7 +29,7 @@ export interface CoreOptions {
   storage?: Storage;
   /**
    * Deadline of each call to a given `storage`, in ms; past it the request fails with 503
-   * `temporarily_unavailable`. Default 5000. The default store (none given) never waits, so it gets no timers.
+   * `temporarily_unavailable`. Default 5000. This library's memory store never waits, so it gets no timers.
    */
   storageTimeout?: number;
   /**
@@ -272,7 +272,7 @@ export function resolveCore(options: CoreOptions): CoreValues {
   return {
     issuer: url.origin + basePath,
     basePath,
-    storage: options.storage === undefined ? memoryStorage({ clock }) : withTimeout(options.storage, options.storageTimeout ?? 5000),
+    storage: options.storage === undefined ? memoryStorage({ clock }) : deadlined(options.storage, options.storageTimeout ?? 5000),
     clock,
     scopes,
     defaultScope: options.defaultScope,
@@ -293,4 +293,12 @@ export function resolveCore(options: CoreOptions): CoreValues {
     clientAddress: options.trustProxy === undefined || options.trustProxy.length === 0 ? (peer) => peer : trustedProxies(options.trustProxy),
     paths: { authorize: pathOf("authorize"), token: pathOf("token"), revoke: pathOf("revoke"), introspect: pathOf("introspect") },
   };
+}
+
+/**
+ * A given store with a deadline on every call, except this library's own memory store (its exact class, not a
+ * subclass that may override a method with remote work): it answers in the same turn and can never hang.
+ */
+function deadlined(storage: Storage, ms: number): Storage {
+  return Object.getPrototypeOf(storage) === MemoryStorage.prototype ? storage : withTimeout(storage, ms);
 }

@@ -113,6 +113,17 @@ class Params {
 }
 
 const num = (value: unknown): number => Number(value);
+
+const columnNames = new Map<string, readonly string[]>();
+/** A row from the JSON array of {@link SqlStorage.selectOne} (parsed by the driver, or still text). */
+function rowOf(columns: string, value: unknown): SqlRow {
+  let names = columnNames.get(columns);
+  if (names === undefined) columnNames.set(columns, names = columns.split(", "));
+  const values = (typeof value === "string" ? JSON.parse(value) : value) as unknown[];
+  const row: Record<string, unknown> = {};
+  for (let i = 0; i < names.length; i++) row[names[i]!] = values[i];
+  return row as SqlRow;
+}
 const jsonArray = (value: unknown): string[] => JSON.parse(String(value)) as string[];
 const jsonObject = (value: unknown): Record<string, unknown> => JSON.parse(String(value)) as Record<string, unknown>;
 
@@ -225,6 +236,7 @@ export class SqlStorage implements Storage {
   private readonly dialect: Dialect;
   private readonly clock: () => number;
   private ready: Promise<unknown> | undefined;
+  private migrated = false;
   /** When this instance last wrote each client's `last_used_at`, to keep that write off the hot path. */
   private readonly lastUsedWritten = new Map<string, number>();
   /** Each statement text written so far, in the dialect's placeholders, with its name. */
@@ -251,21 +263,35 @@ export class SqlStorage implements Storage {
 
   /** Runs one statement once the schema exists; a driver error becomes 503 `temporarily_unavailable`. */
   private async run(text: string, params: unknown[]): Promise<readonly SqlRow[]> {
-    if (this.ready === undefined) {
-      const ready = this.migrate();
-      this.ready = ready;
-      // A failed migration (database down at start) is retried by the next call.
-      ready.catch(() => {
-        if (this.ready === ready) this.ready = undefined;
-      });
+    if (!this.migrated) {
+      if (this.ready === undefined) {
+        const ready = this.migrate();
+        this.ready = ready;
+        // A failed migration (database down at start) is retried by the next call.
+        ready.catch(() => {
+          if (this.ready === ready) this.ready = undefined;
+        });
+      }
+      await this.ready;
+      this.migrated = true; // from here on no call waits a turn for a schema that exists
     }
-    await this.ready;
     const statement = this.statements.get(text) ?? this.prepare(text);
     try {
       return await this.executor.query(statement.text, params, statement.name);
     } catch (error) {
       throw unavailable(error);
     }
+  }
+
+  /**
+   * The first row of `SELECT columns rest`. On PostgreSQL the columns come back as one JSON array: a driver
+   * describes and decodes each field of every result, and for a short read that per-field work is most of the
+   * client's cost.
+   */
+  private async selectOne(columns: string, rest: string, params: unknown[]): Promise<SqlRow | undefined> {
+    if (this.dialect !== "postgres") return (await this.run(`SELECT ${columns} ${rest}`, params))[0];
+    const rows = await this.run(`SELECT json_build_array(${columns}) AS j ${rest}`, params);
+    return rows[0] === undefined ? undefined : rowOf(columns, rows[0].j);
   }
 
   /** A statement's text for the executor and its name, remembered for the next call with the same text. */
@@ -403,11 +429,8 @@ export class SqlStorage implements Storage {
   /** A live code by hash, redeemed or not. */
   async findCode(hash: string, now: number): Promise<CodeRecord | null> {
     const p = this.params();
-    const rows = await this.run(
-      `SELECT ${CODE_COLUMNS} FROM oauth_codes WHERE hash = ${p.text(hash)} AND expires_at > ${p.int(now)}`,
-      p.values,
-    );
-    return rows[0] ? codeRecord(rows[0]) : null;
+    const row = await this.selectOne(CODE_COLUMNS, `FROM oauth_codes WHERE hash = ${p.text(hash)} AND expires_at > ${p.int(now)}`, p.values);
+    return row ? codeRecord(row) : null;
   }
 
   /** Redeems a code for exactly one caller and stores that caller's tokens (see the module documentation). */
@@ -582,23 +605,24 @@ export class SqlStorage implements Storage {
   /** A live access token of a live grant, or null. */
   async findAccessToken(hash: string, now: number): Promise<AccessTokenRecord | null> {
     const p = this.params();
-    const rows = await this.run(
-      `SELECT ${ACCESS_COLUMNS} FROM oauth_access_tokens t
+    const row = await this.selectOne(
+      ACCESS_COLUMNS,
+      `FROM oauth_access_tokens t
        WHERE t.hash = ${p.text(hash)} AND t.expires_at > ${p.int(now)} AND (t.grant_id IS NULL OR ${grantLive("t")})`,
       p.values,
     );
-    return rows[0] ? accessRecord(rows[0]) : null;
+    return row ? accessRecord(row) : null;
   }
 
   /** A live refresh token of a live grant, rotated or not, or null. */
   async findRefreshToken(hash: string, now: number): Promise<RefreshTokenRecord | null> {
     const p = this.params();
-    const rows = await this.run(
-      `SELECT ${REFRESH_COLUMNS} FROM oauth_refresh_tokens t
-       WHERE t.hash = ${p.text(hash)} AND t.expires_at > ${p.int(now)} AND ${grantLive("t")}`,
+    const row = await this.selectOne(
+      REFRESH_COLUMNS,
+      `FROM oauth_refresh_tokens t WHERE t.hash = ${p.text(hash)} AND t.expires_at > ${p.int(now)} AND ${grantLive("t")}`,
       p.values,
     );
-    return rows[0] ? refreshRecord(rows[0]) : null;
+    return row ? refreshRecord(row) : null;
   }
 
   /** Rotates a refresh token for exactly one caller, or for retries inside the grace window. */
