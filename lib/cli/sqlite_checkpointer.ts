@@ -1,36 +1,32 @@
 /**
  * The WAL checkpointer of a SQLite file served from a thread (`sqlite_worker.ts`): a second thread with its own
  * connection that copies the WAL back into the database file every {@link CHECKPOINT_INTERVAL_MS}, so that the
- * serving connection does not. A checkpoint syncs the WAL and the database file (`synchronous = NORMAL` in WAL mode
+ * serving connection has next to nothing left to copy. A checkpoint syncs the WAL and the database file (`synchronous = NORMAL` in WAL mode
  * syncs nowhere else), and a sync costs in proportion to what was written since the last one; done by the serving
  * connection, it stalls every statement queued behind the commit that crossed `wal_autocheckpoint`.
  *
- * Each tick: a PASSIVE checkpoint, which takes no lock a writer waits on, does the bulk. SQLite starts the WAL
- * over only once every frame in it is copied, which a PASSIVE pass never sees while commits keep coming; so past
- * {@link RESTART_FRAMES} a RESTART checkpoint follows, which waits up to {@link RESTART_WAIT_MS} for the writer lock
- * (between two statements) and copies only what was written during the pass; if it cannot get the lock in time
- * it is one more PASSIVE pass. The serving connection keeps a large `wal_autocheckpoint` ({@link SAFETY_PAGES}) as
- * a bound: if this thread stalls, dies or cannot keep up, the WAL still cannot grow without limit. An idle file
- * costs one `PRAGMA data_version` per tick (it changes only when another connection commits), and no checkpoint.
+ * Each tick runs a PASSIVE checkpoint, which takes no lock that a writer or reader waits on. SQLite starts the WAL
+ * over at the first write after a checkpoint has copied all of it; under a steady stream of commits a pass never
+ * sees that, so the serving connection keeps a `wal_autocheckpoint` of {@link SAFETY_PAGES}: its own checkpoint,
+ * at that bound, finds nearly everything copied and synced already, and lets the WAL start over. The same bound
+ * holds if this thread stalls or dies. An idle file costs one `PRAGMA data_version` per tick (it changes only when
+ * another connection commits), and no checkpoint.
  *
  * @module
  */
 import { Worker } from "node:worker_threads";
 
 /**
- * Between checkpoints. Short, so that each sync has little to write and the WAL stays a few thousand frames at a
- * few thousand commits a second (a token exchange writes a dozen pages or so); long enough that an idle or lightly
- * used file costs next to nothing.
+ * Between checkpoints. Short, so that each sync has little to write (a sync costs in proportion to what was written
+ * since the last one, and a token exchange writes a dozen pages or so); long enough that an idle or lightly used
+ * file costs next to nothing.
  */
 export const CHECKPOINT_INTERVAL_MS = 100;
 
-/** From this many frames in the WAL, a tick also restarts it (twice SQLite's default `wal_autocheckpoint`). */
-export const RESTART_FRAMES = 2_000;
-
-/** How long the restart waits for the writer lock: a few of the serving connection's statements. */
-export const RESTART_WAIT_MS = 10;
-
-/** The serving connection's `wal_autocheckpoint`: a bound well past what the checkpointer lets the WAL reach. */
+/**
+ * The serving connection's `wal_autocheckpoint`: ten times SQLite's default, so that it checkpoints (and syncs)
+ * a tenth as often, and then only the little the checkpointer has not copied yet.
+ */
 export const SAFETY_PAGES = 10_000;
 
 /** A running checkpointer. */
@@ -45,7 +41,7 @@ process.emitWarning = () => {};
 let db;
 try {
   db = new (require(${JSON.stringify(module)}).${open})(workerData.path);
-  db.exec("PRAGMA busy_timeout = 0; PRAGMA synchronous = NORMAL");
+  db.exec("PRAGMA busy_timeout = 5000; PRAGMA synchronous = NORMAL");
 } catch (error) {
   db = undefined;
   parentPort.postMessage({ failed: String(error && error.message || error) });
@@ -53,7 +49,6 @@ try {
 if (db) {
   const version = db.prepare("PRAGMA data_version");
   const checkpoint = db.prepare("PRAGMA wal_checkpoint(PASSIVE)");
-  const restart = db.prepare("PRAGMA wal_checkpoint(RESTART)");
   let seen;
   const timer = setInterval(() => {
     try {
@@ -61,19 +56,12 @@ if (db) {
       const now = version.all()[0].data_version;
       if (now === seen) return;
       seen = now;
-      const [row] = checkpoint.all();
-      // Past RESTART_FRAMES, restart the WAL too: the pass above did the bulk without a lock; what was written
-      // since is copied under the writer lock, taken between two of the serving connection's statements.
-      if (Number(row.log) >= workerData.restart) {
-        db.exec("PRAGMA busy_timeout = " + workerData.wait);
-        try { restart.all(); } finally { db.exec("PRAGMA busy_timeout = 0"); }
-      }
+      checkpoint.all();
     } catch {}
   }, workerData.interval);
   parentPort.on("message", (message) => {
     if (message !== "close") return;
     clearInterval(timer);
-    db.exec("PRAGMA busy_timeout = 5000");
     try { db.exec("PRAGMA wal_checkpoint(TRUNCATE)"); } catch {}
     db.close();
     parentPort.postMessage({ closed: true });
@@ -89,7 +77,7 @@ if (db) {
 export async function startCheckpointer(
   path: string, module: string, open: string, interval: number = CHECKPOINT_INTERVAL_MS,
 ): Promise<Checkpointer> {
-  const worker = new Worker(THREAD(module, open), { eval: true, workerData: { path, interval, restart: RESTART_FRAMES, wait: RESTART_WAIT_MS } });
+  const worker = new Worker(THREAD(module, open), { eval: true, workerData: { path, interval } });
   let exited = false;
   const exit = new Promise<void>((resolve) => worker.once("exit", () => {
     exited = true;

@@ -91,14 +91,15 @@ test("the checkpointer thread copies the WAL into the database file, which the s
   expect(await again.query("SELECT count(*) AS n FROM filler", [])).toEqual([{ n: 2000 }]);
 }, 60_000);
 
-test("under sustained writes (some 40,000 WAL frames' worth) the WAL stays bounded", async () => {
+test("under sustained writes (some 80,000 WAL frames' worth) the WAL stays bounded", async () => {
   const path = join(dir, "sustained.sqlite");
   const executor = await open(path);
   let wal = 0;
-  // About 20,000 commits of two pages or more each: without a checkpoint, a WAL of 40,000 frames and more.
-  await write(executor, 20_000, 1500, () => (wal = Math.max(wal, size(`${path}-wal`))));
+  // About 40,000 commits of two pages or more each: without a checkpoint, a WAL of 80,000 frames and more. With
+  // one, it grows past the serving connection's bound only while a checkpointer pass holds the checkpoint lock.
+  await write(executor, 40_000, 1500, () => (wal = Math.max(wal, size(`${path}-wal`))));
   const [{ page_size: page }] = await executor.query("PRAGMA page_size", []) as [{ page_size: number }];
   const frames = wal / (page + 24);
   expect(frames).toBeGreaterThan(0);
-  expect(frames).toBeLessThan(2 * SAFETY_PAGES);
+  expect(frames).toBeLessThan(3 * SAFETY_PAGES);
 }, 120_000);
