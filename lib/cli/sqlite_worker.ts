@@ -8,13 +8,17 @@
  * in order, one at a time, each prepared once; each verb that decides a race is one statement, so atomicity is
  * the same as on the request thread. Rows come back in one message per batch.
  *
+ * A file (not `:memory:`) gets a second thread, the checkpointer (`sqlite_checkpointer.ts`): the serving connection
+ * then never checkpoints in normal operation, and so never syncs the disk on a statement's way.
+ *
  * @module
  */
 import { Worker } from "node:worker_threads";
 import type { SqlExecutor, SqlRow } from "../storage/sql.ts";
 import { SQLITE_SETUP } from "../storage/sqlite.ts";
+import { type Checkpointer, SAFETY_PAGES, startCheckpointer } from "./sqlite_checkpointer.ts";
 
-/** The executor, and how to stop its thread (after the statements already sent). */
+/** The executor, and how to stop its threads (after the statements already sent; the checkpointer last). */
 export interface SqliteWorkerExecutor extends SqlExecutor {
   close(): Promise<void>;
 }
@@ -65,7 +69,8 @@ type Reply = [id: number, rows: SqlRow[] | null, error?: string];
  * database class (`DatabaseSync` or `Database`). Resolves once the connection is open; rejects if it cannot be.
  */
 export async function sqliteWorker(path: string, module: string, open: string): Promise<SqliteWorkerExecutor> {
-  const worker = new Worker(THREAD(module, open), { eval: true, workerData: { path, setup: SQLITE_SETUP } });
+  const setup = `${SQLITE_SETUP}; PRAGMA wal_autocheckpoint = ${SAFETY_PAGES}`;
+  const worker = new Worker(THREAD(module, open), { eval: true, workerData: { path, setup } });
   const pending = new Map<number, { resolve(rows: SqlRow[]): void; reject(error: Error): void }>();
   /** Each statement text gets a number: the text crosses the thread once, the number every time after. */
   const keys = new Map<string, number>();
@@ -93,6 +98,15 @@ export async function sqliteWorker(path: string, module: string, open: string): 
     closing?.();
   });
   await ready;
+  let checkpointer: Checkpointer | undefined;
+  if (path !== ":memory:" && !path.startsWith("file:")) {
+    try {
+      checkpointer = await startCheckpointer(path, module, open);
+    } catch (error) {
+      void worker.terminate();
+      throw error;
+    }
+  }
   worker.on("message", (out: Reply[] | { closed: true }) => {
     if (!Array.isArray(out)) return void worker.terminate();
     for (const [id, rows, error] of out) {
@@ -127,13 +141,15 @@ export async function sqliteWorker(path: string, module: string, open: string): 
         if (pending.size === 1) worker.ref();
       });
     },
-    close() {
-      if (stopped) return Promise.resolve();
-      return new Promise<void>((resolve) => {
-        closing = resolve;
-        worker.ref();
-        worker.postMessage("close");
-      });
+    async close() {
+      if (!stopped) {
+        await new Promise<void>((resolve) => {
+          closing = resolve;
+          worker.ref();
+          worker.postMessage("close");
+        });
+      }
+      await checkpointer?.stop();
     },
   };
 }

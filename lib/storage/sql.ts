@@ -471,8 +471,9 @@ export class SqlStorage implements Storage {
 
   /**
    * SQLite's redemption or rotation: one INSERT into a carrier table whose trigger (migrations 3 and 4) stores the
-   * grant and tokens only for the winner and then marks the code or token; then one read of the row and of
-   * whether this caller's access token was stored (it was only if this caller won).
+   * grant and tokens only for the winner and then marks the code or token. A loser's row is dropped before it is
+   * inserted (migration 7), so RETURNING yields a row for the winner alone: the code or token as it was before
+   * this call (RETURNING is computed before the AFTER trigger runs), as one JSON object.
    */
   private async exchangeSqlite(
     carrier: string, keyColumn: string, key: string, grace: number | null, tokens: IssuedTokens, now: number,
@@ -490,20 +491,16 @@ export class SqlStorage implements Storage {
     // The rotation's carrier also takes the sealed successor (migration 6).
     const sealed = carrier === "oauth_rotate";
     if (sealed) values.push(p.text(tokens.sealed));
-    await this.run(
+    const fields = columns.split(", ").map((column) => `'${column}', ${column}`).join(", ");
+    const rows = await this.run(
       `INSERT INTO ${carrier} (${keyColumn}, grace, now, g_expires, a_hash, a_client, a_user, a_scope, a_resource, a_grant,
          a_expires, a_jkt, a_act, a_auth_time, r_hash, r_grant, r_client, r_user, r_scope, r_resource, r_expires, r_jkt,
-         r_act, r_auth_time${sealed ? ", sealed" : ""}) VALUES (${values.join(", ")})`,
+         r_act, r_auth_time${sealed ? ", sealed" : ""}) VALUES (${values.join(", ")})
+       RETURNING (SELECT json_object(${fields}) FROM ${from} WHERE hash = ${carrier}.${keyColumn}) AS won`,
       p.values,
     );
-    const q = this.params();
-    const rows = await this.run(
-      `SELECT ${columns}, EXISTS (SELECT 1 FROM oauth_access_tokens WHERE hash = ${q.text(a.hash)}) AS stored
-       FROM ${from} WHERE hash = ${q.text(key)}`,
-      q.values,
-    );
-    const row = rows[0];
-    return row && num(row.stored) === 1 ? row : undefined;
+    const won = rows[0]?.won;
+    return won === null || won === undefined ? undefined : jsonObject(won) as SqlRow;
   }
 
   /**
@@ -667,7 +664,9 @@ export class SqlStorage implements Storage {
     }
     if (!row) return null;
     const record = refreshRecord(row);
-    // RETURNING shows the row after the update; a first rotation is the one that wrote (now, successor).
+    // The record as it was before this call. PostgreSQL's RETURNING shows the row after the update, where a first
+    // rotation is the one that wrote (now, successor); SQLite's shows it before (not rotated yet). A grace retry
+    // leaves the row as it is, on both: it gets the first rotation's seal.
     if (record.rotated_at === now && (record.replaced_by ?? null) === (successor ?? null)) {
       delete record.rotated_at;
       delete record.replaced_by;

@@ -149,11 +149,13 @@ ${winnerGrant(won)}
   return { carrier, issue };
 };
 
+// The conditions read only the code or old token row (and, for a grace retry, its first successor), which
+// the inserts above leave alone: every step of the trigger sees the same winner.
+const REDEEMABLE = "hash = NEW.code AND redeemed_at IS NULL AND expires_at > NEW.now";
+
 const v3sqlite = (fields: TokenFields = NO_FIELDS): string[] => {
   const { carrier, issue } = exchange(fields);
-  // The conditions read only the code or old token row (and, for a grace retry, its first successor), which
-  // the inserts above leave alone: every step of the trigger sees the same winner.
-  const redeemable = "hash = NEW.code AND redeemed_at IS NULL AND expires_at > NEW.now";
+  const redeemable = REDEEMABLE;
   const rotatable = (t: string): string =>
     `${t}.hash = NEW.old AND ${t}.expires_at > NEW.now AND (${t}.rotated_at IS NULL OR (NEW.grace IS NOT NULL
       AND ${t}.rotated_at > NEW.grace AND ${t}.replaced_by IS NOT NULL AND NOT EXISTS (SELECT 1 FROM
@@ -227,6 +229,15 @@ const v5 = (dialect: Dialect): string[] => {
 };
 
 /**
+ * Migration 6's rotatable token, as migration 3's plus: a retry needs the first rotation's seal. The conditions
+ * read only the old token row and its first successor, which the statements before the last one leave alone.
+ */
+const ROTATABLE = (t: string): string =>
+  `${t}.hash = NEW.old AND ${t}.expires_at > NEW.now AND (${t}.rotated_at IS NULL OR (NEW.grace IS NOT NULL
+      AND ${t}.rotated_at > NEW.grace AND ${t}.replaced_by IS NOT NULL AND ${t}.successor IS NOT NULL AND NOT EXISTS
+      (SELECT 1 FROM oauth_refresh_tokens s WHERE s.hash = ${t}.replaced_by AND s.rotated_at IS NOT NULL)))`;
+
+/**
  * The refresh grace window without a fork (migration 6): a rotation keeps the successor sealed under the rotated
  * token (`successor`), a grace retry gets that seal back and stores no refresh token of its own, and a token
  * records the one it replaced (`replaces`), so that its own rotation drops its predecessor's seal. On SQLite the
@@ -237,12 +248,7 @@ const v6 = (dialect: Dialect): string[] => {
     `ALTER TABLE oauth_refresh_tokens ADD COLUMN ${dialect === "postgres" ? "IF NOT EXISTS " : ""}${name} TEXT`;
   if (dialect === "postgres") return [column("successor"), column("replaces")];
   const tombstone = (grant: string): string => `NOT EXISTS (SELECT 1 FROM oauth_grants WHERE grant_id = ${grant} AND revoked_at IS NOT NULL)`;
-  // As in migration 3, plus: a retry needs the first rotation's seal. The conditions read only the old token
-  // row and its first successor, which the statements before the last one leave alone.
-  const rotatable = (t: string): string =>
-    `${t}.hash = NEW.old AND ${t}.expires_at > NEW.now AND (${t}.rotated_at IS NULL OR (NEW.grace IS NOT NULL
-      AND ${t}.rotated_at > NEW.grace AND ${t}.replaced_by IS NOT NULL AND ${t}.successor IS NOT NULL AND NOT EXISTS
-      (SELECT 1 FROM oauth_refresh_tokens s WHERE s.hash = ${t}.replaced_by AND s.rotated_at IS NOT NULL)))`;
+  const rotatable = ROTATABLE;
   const won = `SELECT t.grant_id, t.client_id, t.user_id, t.scope, t.resource FROM oauth_refresh_tokens t WHERE ${rotatable("t")}`;
   const first = "EXISTS (SELECT 1 FROM oauth_refresh_tokens WHERE hash = NEW.old AND rotated_at IS NULL)";
   return [
@@ -270,6 +276,26 @@ ${winnerGrant(won)}
   ];
 };
 
+/**
+ * SQLite only: a loser's carrier row is dropped before it is inserted (migration 7), so that the exchange is one
+ * `INSERT … RETURNING` that yields a row for the winner alone, instead of an INSERT and a read of who won. Each
+ * BEFORE trigger applies exactly its AFTER trigger's winning condition (migrations 3, 5 and 6) and its tombstone
+ * check of the access token's grant: a redemption whose grant is revoked stores nothing and returns nothing.
+ * Code that still reads back after its INSERT (a rolling upgrade) finds no token of a loser's, as before.
+ */
+const v7sqlite = (): string[] => {
+  const revoked = "EXISTS (SELECT 1 FROM oauth_grants WHERE grant_id = NEW.a_grant AND revoked_at IS NOT NULL)";
+  const before = (name: string, carrier: string, won: string): string =>
+    `CREATE TRIGGER IF NOT EXISTS ${name} BEFORE INSERT ON ${carrier} BEGIN
+    SELECT RAISE(IGNORE) WHERE NOT EXISTS (${won}) OR ${revoked};
+  END`;
+  return [
+    before("oauth_redeem_won", "oauth_redeem", `SELECT 1 FROM oauth_codes WHERE ${REDEEMABLE}`),
+    before("oauth_rotate_won", "oauth_rotate", `SELECT 1 FROM oauth_refresh_tokens t WHERE ${ROTATABLE("t")}`),
+    before("oauth_device_redeem_won", "oauth_device_redeem", `SELECT 1 FROM oauth_device WHERE ${DEVICE_REDEEMABLE}`),
+  ];
+};
+
 /** Every migration, in order. Append; never edit one that has shipped. */
 export const MIGRATIONS: readonly Migration[] = [
   { version: 1, postgres: v1("postgres"), sqlite: v1("sqlite") },
@@ -278,6 +304,7 @@ export const MIGRATIONS: readonly Migration[] = [
   { version: 4, postgres: v4("postgres"), sqlite: v4("sqlite") },
   { version: 5, postgres: v5("postgres"), sqlite: v5("sqlite") },
   { version: 6, postgres: v6("postgres"), sqlite: v6("sqlite") },
+  { version: 7, postgres: [], sqlite: v7sqlite() },
 ];
 
 /** The latest schema version this code knows. */

@@ -144,3 +144,71 @@ test("a code redemption and a refresh rotation each write in one statement (one 
   expect(await store.findAccessToken("a2", now)).not.toBeNull();
   expect(await store.findAccessToken("a3", now)).not.toBeNull();
 });
+
+test("an exchange is one statement, for the winner and for every loser; a loser, or a revoked grant, gets null and nothing stored", async () => {
+  const executor = openSqlite(":memory:");
+  const statements: string[] = [];
+  const store = sqlStorage({ dialect: "sqlite", query: (text, params) => (statements.push(text), executor.query(text, params)) });
+  const now = Date.now();
+  const expires = now + 60_000;
+  const tokens = (n: string, grant = "g") => ({
+    access: { hash: `a-${n}`, client_id: "c", user_id: "u", scope: "read", grant_id: grant, expires_at: expires },
+    refresh: { hash: `r-${n}`, grant_id: grant, client_id: "c", user_id: "u", scope: "read", expires_at: expires },
+  });
+  const code = (hash: string, grant = "g") =>
+    ({ hash, grant_id: grant, client_id: "c", user_id: "u", redirect_uri: "https://c.example/cb", scope: "read", expires_at: expires });
+  // The client's last_used_at is written at most once a minute: let the first exchange write it.
+  await store.saveCode(code("k0"));
+  expect(await store.redeemCode("k0", tokens("0"), now)).not.toBeNull();
+  const counted = async <T>(call: () => Promise<T>): Promise<[T, number]> => {
+    statements.length = 0;
+    const result = await call();
+    return [result, statements.length];
+  };
+  await store.saveCode(code("k1"));
+  expect(await counted(() => store.redeemCode("k1", tokens("1"), now))).toEqual([expect.objectContaining({ hash: "k1" }), 1]);
+  expect(await counted(() => store.redeemCode("k1", tokens("1b"), now))).toEqual([null, 1]);
+  expect(await counted(() => store.rotateRefreshToken("r-1", tokens("2"), now))).toEqual([expect.objectContaining({ hash: "r-1" }), 1]);
+  expect(await counted(() => store.rotateRefreshToken("r-1", tokens("2b"), now))).toEqual([null, 1]);
+  await store.saveDeviceAuthorization({
+    hash: "dev", user_code_hash: "uc", client_id: "c", scope: "read", grant_id: "gd", created_at: now,
+    codes_expire_at: expires, expires_at: expires, interval: 5000, status: "pending",
+  }, now);
+  await store.decideDeviceAuthorization("uc", { approved: true, user_id: "u" }, now);
+  expect(await counted(() => store.redeemDeviceAuthorization("dev", tokens("d", "gd"), now)))
+    .toEqual([expect.objectContaining({ hash: "dev", status: "approved" }), 1]);
+  expect(await counted(() => store.redeemDeviceAuthorization("dev", tokens("d2", "gd"), now))).toEqual([null, 1]);
+  for (const hash of ["a-1b", "r-1b", "a-2b", "r-2b", "a-d2", "r-d2"]) {
+    expect((await executor.query("SELECT 1 FROM oauth_access_tokens WHERE hash = ?1 UNION ALL SELECT 1 FROM oauth_refresh_tokens WHERE hash = ?1", [hash])), hash).toHaveLength(0);
+  }
+  // A code whose grant was revoked (a racing revocation left it behind): null, and no token of it is stored.
+  await store.saveCode(code("k3", "gr"));
+  await executor.query("INSERT INTO oauth_grants (grant_id, expires_at, revoked_at) VALUES ('gr', ?1, ?2)", [expires, now]);
+  expect(await counted(() => store.redeemCode("k3", tokens("3", "gr"), now))).toEqual([null, 1]);
+  expect(await executor.query("SELECT hash FROM oauth_access_tokens WHERE grant_id = 'gr' UNION ALL SELECT hash FROM oauth_refresh_tokens WHERE grant_id = 'gr'", [])).toEqual([]);
+  for (const carrier of ["oauth_redeem", "oauth_rotate", "oauth_device_redeem"]) {
+    expect(await executor.query(`SELECT count(*) AS n FROM ${carrier}`, [])).toEqual([{ n: 0 }]);
+  }
+});
+
+test("a rolling upgrade: code that inserts into the carrier and reads back who won stays correct on the newest schema", async () => {
+  const executor = openSqlite(":memory:");
+  const store = sqlStorage(executor);
+  await store.migrate();
+  const now = Date.now();
+  const expires = now + 60_000;
+  await store.saveCode({ hash: "k", grant_id: "g", client_id: "c", user_id: "u", redirect_uri: "https://c.example/cb", scope: "read", expires_at: expires });
+  // What the code before one-statement exchanges sent: the carrier row, then whether its access token was stored.
+  const redeem = async (access: string) => {
+    await executor.query(`INSERT INTO oauth_redeem (code, now, g_expires, a_hash, a_client, a_user, a_scope, a_grant, a_expires,
+      r_hash, r_grant, r_client, r_user, r_scope, r_expires) VALUES ('k', ?1, ?2, ?3, 'c', 'u', 'read', 'g', ?2, ?4, 'g', 'c', 'u', 'read', ?2)`,
+      [now, expires, access, `r-${access}`]);
+    const [row] = await executor.query(`SELECT redeemed_at, EXISTS (SELECT 1 FROM oauth_access_tokens WHERE hash = ?1) AS stored
+      FROM oauth_codes WHERE hash = 'k'`, [access]);
+    return { redeemed: row!.redeemed_at, stored: Number(row!.stored) };
+  };
+  expect(await redeem("first")).toEqual({ redeemed: now, stored: 1 });
+  expect(await redeem("second")).toEqual({ redeemed: now, stored: 0 });
+  expect(await store.findRefreshToken("r-second", now)).toBeNull();
+  expect(await store.findRefreshToken("r-first", now)).not.toBeNull();
+});

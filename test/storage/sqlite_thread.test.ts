@@ -1,21 +1,40 @@
 // The reference server's SQLite file on a thread of its own (lib/cli/sqlite_worker.ts, through the runtime's
-// drivers): the storage contract holds through it, a long statement leaves the request thread free, a failed
-// statement is one rejected call, and close() ends the thread. Node and Deno (node:sqlite), Bun (bun:sqlite).
-import { mkdtempSync, rmSync } from "node:fs";
+// drivers): the storage contract holds through it, a long statement leaves the request thread free, a failed statement
+// is one rejected call, close() ends the thread, and the checkpointer thread brings the WAL into the file and keeps
+// it bounded. Node and Deno (node:sqlite), Bun (bun:sqlite).
+import { existsSync, mkdtempSync, rmSync, statSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, test } from "vitest";
 import { sqlStorage, storageContract } from "../../mod.ts";
 import { bunDrivers, nodeDrivers } from "../../lib/cli/drivers.ts";
+import { CHECKPOINT_INTERVAL_MS, SAFETY_PAGES } from "../../lib/cli/sqlite_checkpointer.ts";
 
 const drivers = (globalThis as { Bun?: unknown }).Bun ? bunDrivers : nodeDrivers;
 const dir = mkdtempSync(join(tmpdir(), "oauth-sqlite-thread-"));
 const opened: { close(): Promise<void> }[] = [];
 let files = 0;
-const open = async () => {
-  const executor = await drivers.openSqliteWorker!(join(dir, `store-${++files}.sqlite`));
+const open = async (path = join(dir, `store-${++files}.sqlite`)) => {
+  const executor = await drivers.openSqliteWorker!(path);
   opened.push(executor);
   return executor;
+};
+const size = (path: string) => (existsSync(path) ? statSync(path).size : 0);
+const until = async (done: () => boolean, ms: number) => {
+  for (const end = Date.now() + ms; !done() && Date.now() < end;) await new Promise((resolve) => setTimeout(resolve, 10));
+};
+/** `commits` single-row INSERTs of `bytes` each, 32 in flight, as requests send them; calls `sample` meanwhile. */
+const write = async (executor: { query(t: string, p: unknown[]): unknown }, commits: number, bytes: number, sample = () => {}) => {
+  await executor.query("CREATE TABLE IF NOT EXISTS filler (id INTEGER PRIMARY KEY, body BLOB)", []);
+  let next = 0;
+  const timer = setInterval(sample, 5);
+  await Promise.all(Array.from({ length: 32 }, async () => {
+    while (next < commits) {
+      next++;
+      await executor.query("INSERT INTO filler (body) VALUES (randomblob(?1))", [bytes]);
+    }
+  }));
+  clearInterval(timer);
 };
 afterAll(async () => {
   await Promise.all(opened.map((e) => e.close()));
@@ -54,3 +73,33 @@ test("a failing statement rejects that call only; the thread goes on; after clos
   await executor.close();
   expect(await outcome(executor.query("SELECT 1", []))).toMatch(/stopped/);
 });
+
+test("the checkpointer thread copies the WAL into the database file, which the serving connection alone would not yet do", async () => {
+  const path = join(dir, "checkpointed.sqlite");
+  const executor = await open(path);
+  // About 2,000 pages: well below the serving connection's own checkpoint (SAFETY_PAGES), so only the checkpointer
+  // can bring them into the database file.
+  await write(executor, 2000, 3000);
+  await until(() => size(path) > 2000 * 3000, 20 * CHECKPOINT_INTERVAL_MS);
+  expect(size(path)).toBeGreaterThan(2000 * 3000);
+  const [row] = await executor.query("SELECT count(*) AS n FROM filler", []);
+  expect(Number(row!.n)).toBe(2000);
+  // close() ends both threads with a last checkpoint: the WAL is empty, and the data is in the file.
+  await executor.close();
+  expect(size(`${path}-wal`)).toBe(0);
+  const again = await open(path);
+  expect(await again.query("SELECT count(*) AS n FROM filler", [])).toEqual([{ n: 2000 }]);
+}, 60_000);
+
+test("under sustained writes (some 80,000 WAL frames' worth) the WAL stays bounded", async () => {
+  const path = join(dir, "sustained.sqlite");
+  const executor = await open(path);
+  let wal = 0;
+  // About 40,000 commits of two pages or more each: without a checkpoint, a WAL of 80,000 frames and more. With
+  // one, it grows past the serving connection's bound only while a checkpointer pass holds the checkpoint lock.
+  await write(executor, 40_000, 1500, () => (wal = Math.max(wal, size(`${path}-wal`))));
+  const [{ page_size: page }] = await executor.query("PRAGMA page_size", []) as [{ page_size: number }];
+  const frames = wal / (page + 24);
+  expect(frames).toBeGreaterThan(0);
+  expect(frames).toBeLessThan(3 * SAFETY_PAGES);
+}, 120_000);
