@@ -1,9 +1,10 @@
 /**
  * The WAL checkpointer of a SQLite file served from a thread (`sqlite_worker.ts`): a second thread with its own
  * connection that copies the WAL back into the database file every {@link CHECKPOINT_INTERVAL_MS}, so that the
- * serving connection has next to nothing left to copy. A checkpoint syncs the WAL and the database file (`synchronous = NORMAL` in WAL mode
- * syncs nowhere else), and a sync costs in proportion to what was written since the last one; done by the serving
- * connection, it stalls every statement queued behind the commit that crossed `wal_autocheckpoint`.
+ * serving connection has next to nothing left to copy. A checkpoint syncs the WAL and the database file
+ * (`synchronous = NORMAL` in WAL mode syncs nowhere else), and a sync costs in proportion to what was written since
+ * the last one; done by the serving connection, it stalls every statement queued behind the commit that crossed
+ * `wal_autocheckpoint`.
  *
  * Each tick runs a PASSIVE checkpoint, which takes no lock that a writer or reader waits on. SQLite starts the WAL
  * over at the first write after a checkpoint has copied all of it; under a steady stream of commits a pass never
