@@ -1,6 +1,7 @@
 /**
  * The Lua scripts of the Redis store: one per verb, so that each verb is atomic (Redis runs a script to the
- * end before any other command). Every script starts with {@link PRELUDE}, which reads the common arguments.
+ * end before any other command). Every script starts with {@link PRELUDE}, which reads the common arguments, or
+ * the reads on the hot path with {@link LOOKUP}, its first part.
  *
  * Layout, under the prefix P (default `oauth:`); every hash keeps the full record as JSON in field `r`, plus
  * the fields scripts test:
@@ -28,9 +29,21 @@
  * @module
  */
 
-/** ARGV[1] prefix, ARGV[2] now (or ""), ARGV[3] "clock:margin" (the store's clock, the TTL margin); helpers. */
-const PRELUDE = `
+/** ARGV[1] prefix, ARGV[2] now (or ""); what a lookup needs: a grant's tombstone, a client's generation. */
+const LOOKUP = `
 local P, NOW = ARGV[1], tonumber(ARGV[2])
+local function revoked(grant)
+  return grant ~= nil and grant ~= '' and grant ~= false and redis.call('HGET', P .. 'grant:' .. grant, 'x') == '1'
+end
+-- The client's generation: revokeClientGrants bumps it, which kills its tokens that belong to no grant (a
+-- busy client_credentials client has too many to index and delete one by one).
+local function generation(client)
+  return redis.call('GET', P .. 'cgen:' .. client) or '0'
+end
+`;
+
+/** {@link LOOKUP}, ARGV[3] "clock:margin" (the store's clock, the TTL margin), and the writers' helpers. */
+const PRELUDE = LOOKUP + `
 local clock, margin = string.match(ARGV[3], '^(%d+):(%d+)$')
 local CLOCK, SLACK = tonumber(clock), tonumber(margin)
 local function px(expires)
@@ -46,9 +59,6 @@ local function index(zkey, member, expires)
   redis.call('ZADD', zkey, expires, member)
   if NOW then redis.call('ZREMRANGEBYSCORE', zkey, '-inf', '(' .. (math.min(NOW, CLOCK) - SLACK)) end
   extend(zkey, expires)
-end
-local function revoked(grant)
-  return grant ~= nil and grant ~= '' and grant ~= false and redis.call('HGET', P .. 'grant:' .. grant, 'x') == '1'
 end
 local function touch(client)
   local c = redis.call('HMGET', P .. 'client:' .. client, 'a', 'l')
@@ -91,11 +101,6 @@ end
 local function remember(key, grant, expires)
   if grant ~= '' then index(P .. 'grant:' .. grant .. ':m', key, expires) end
 end
--- The client's generation: revokeClientGrants bumps it, which kills its tokens that belong to no grant (a
--- busy client_credentials client has too many to index and delete one by one).
-local function generation(client)
-  return redis.call('GET', P .. 'cgen:' .. client) or '0'
-end
 -- Issued tokens from ARGV[i..]: access hash, json, expires, grant, client; then "1" and the refresh token's
 -- hash, json, expires, grant, client, grant json, user (or ""), or "0" and nothing. \`upserted\`: the caller
 -- has just upserted the grant (so it is live, and its key covers these tokens).
@@ -127,6 +132,11 @@ end
 `;
 
 const script = (body: string): string => PRELUDE + body;
+/**
+ * A read on the hot path (the Bearer check, a client, a code or refresh token before its exchange): without the
+ * writers' helpers, whose definitions Redis would otherwise run on every call, for nothing.
+ */
+const lookup = (body: string): string => LOOKUP + body;
 
 /** Device authorizations: a live record by key, as {r, s, i, p, u, t}, or nil. */
 const DEVICE = `
@@ -151,7 +161,7 @@ export type ScriptName =
 
 /** The scripts, by verb; issued tokens are read by `store_tokens` from the index each script names. */
 export const SCRIPTS: Readonly<Record<ScriptName, string>> = {
-  getClient: script(`
+  getClient: lookup(`
 return redis.call('HMGET', P .. 'client:' .. ARGV[4], 'r', 'a', 'l')`),
 
   saveClient: script(`
@@ -236,7 +246,7 @@ if limit then
 end
 return 1`),
 
-  findCode: script(`
+  findCode: lookup(`
 local v = redis.call('HMGET', P .. 'code:' .. ARGV[4], 'r', 'e', 'd')
 if not v[1] or tonumber(v[2]) <= NOW then return nil end
 return {v[1], v[3]}`),
@@ -259,13 +269,13 @@ if upserted and not upsert_grant(ARGV[13], ARGV[15], ARGV[14], ARGV[16], tokens_
 if store_tokens(4, upserted) then return 1 end
 return 0`),
 
-  findAccessToken: script(`
+  findAccessToken: lookup(`
 local v = redis.call('HMGET', P .. 'at:' .. ARGV[4], 'r', 'e', 'g', 'c', 'v')
 if not v[1] or tonumber(v[2]) <= NOW or revoked(v[3]) then return nil end
 if v[5] and v[5] ~= generation(v[4]) then return nil end
 return v[1]`),
 
-  findRefreshToken: script(`
+  findRefreshToken: lookup(`
 local v = redis.call('HMGET', P .. 'rt:' .. ARGV[4], 'r', 'e', 'g', 't', 'n')
 if not v[1] or tonumber(v[2]) <= NOW or revoked(v[3]) then return nil end
 return {v[1], v[4], v[5]}`),
