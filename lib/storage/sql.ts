@@ -115,10 +115,15 @@ class Params {
 const num = (value: unknown): number => Number(value);
 
 const columnNames = new Map<string, readonly string[]>();
-/** A row from the JSON array of {@link SqlStorage.selectOne} (parsed by the driver, or still text). */
-function rowOf(columns: string, value: unknown): SqlRow {
+/** The names in a column list such as {@link ACCESS_COLUMNS}, split once per list. */
+function namesOf(columns: string): readonly string[] {
   let names = columnNames.get(columns);
   if (names === undefined) columnNames.set(columns, names = columns.split(", "));
+  return names;
+}
+/** A row from the JSON array of {@link SqlStorage.selectOne} (parsed by the driver, or still text). */
+function rowOf(columns: string, value: unknown): SqlRow {
+  const names = namesOf(columns);
   const values = (typeof value === "string" ? JSON.parse(value) : value) as unknown[];
   const row: Record<string, unknown> = {};
   for (let i = 0; i < names.length; i++) row[names[i]!] = values[i];
@@ -491,7 +496,7 @@ export class SqlStorage implements Storage {
     // The rotation's carrier also takes the sealed successor (migration 6).
     const sealed = carrier === "oauth_rotate";
     if (sealed) values.push(p.text(tokens.sealed));
-    const fields = columns.split(", ").map((column) => `'${column}', ${column}`).join(", ");
+    const fields = namesOf(columns).map((column) => `'${column}', ${column}`).join(", ");
     const rows = await this.run(
       `INSERT INTO ${carrier} (${keyColumn}, grace, now, g_expires, a_hash, a_client, a_user, a_scope, a_resource, a_grant,
          a_expires, a_jkt, a_act, a_auth_time, r_hash, r_grant, r_client, r_user, r_scope, r_resource, r_expires, r_jkt,
