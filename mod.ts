@@ -83,6 +83,8 @@ export { memoryThrottle, type MemoryThrottleOptions, type Throttle, throttleKey 
 export { MemoryStorage, memoryStorage, type MemoryStorageOptions } from "./lib/storage/memory.ts";
 export { type Dialect, type SqlExecutor, type SqlRow, SqlStorage, sqlStorage, type SqlStorageOptions } from "./lib/storage/sql.ts";
 export { type RedisExecutor, RedisStorage, redisStorage, type RedisStorageOptions } from "./lib/storage/redis.ts";
+export { cachedClients, type CachedClientsOptions } from "./lib/storage/cached_clients.ts";
+export { cachedTokens, type CachedTokensOptions } from "./lib/storage/cached_tokens.ts";
 export {
   type AccessTokenRecord,
   type ClientOrigin,

@@ -177,6 +177,7 @@ async function serve(flags: Flags, _: string | undefined, runtime: CliRuntime): 
   // Opened before listening: a store that cannot be opened ends the command with one line and exit code 1.
   const store = await openStore(storeUrl, {
     ...(runtime.drivers ? { drivers: runtime.drivers } : {}),
+    ...(config.token_cache_ms === undefined ? {} : { tokenCacheMs: config.token_cache_ms }),
     onError: (error) => console.error("store connection error:", error instanceof Error ? error.message : String(error)),
   });
   let source: string;

@@ -115,6 +115,8 @@ export interface ReferenceConfig {
   trust_proxy?: string[];
   /** Seconds a request body may take to arrive (408 past it). */
   body_timeout_seconds?: number;
+  /** Milliseconds a durable store's access token is served from this process's cache; 0 turns it off. */
+  token_cache_ms?: number;
   /** Audit events as JSON lines: `"stderr"` or a file path. */
   audit_log?: string;
   metrics?: { enabled?: boolean };

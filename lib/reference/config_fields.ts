@@ -79,6 +79,11 @@ export const REFERENCE_FIELDS: readonly OptionSpec[] = [
     type: { kind: "integer", min: 1 },
     doc: "Seconds a request body may take to arrive before the request gets 408 (slowloris); default 10.",
   },
+  {
+    key: "token_cache_ms",
+    type: { kind: "integer", min: 0 },
+    doc: "Milliseconds a durable store's access token is served from this process's cache (RFC 7662 §4): a token revoked by another instance is refused here within this bound, one revoked through this instance at once. 0 reads the store on every check. Default 1000.",
+  },
   str("audit_log", 'Where audit events go, one JSON line each: "stderr", or a file path (appended to). Default: none.'),
   {
     key: "metrics",

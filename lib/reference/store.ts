@@ -8,6 +8,7 @@
  * @module
  */
 import { cachedClients } from "../storage/cached_clients.ts";
+import { cachedTokens } from "../storage/cached_tokens.ts";
 import { memoryStorage } from "../storage/memory.ts";
 import { redisStorage } from "../storage/redis.ts";
 import { sqliteExecutor, type SqliteConnection } from "../storage/sqlite.ts";
@@ -26,6 +27,13 @@ export interface SqliteDatabase extends SqliteConnection {
  * paused, deleted or given a new secret by another instance or by the command line is seen within this bound.
  */
 export const CLIENT_CACHE_MS = 1000;
+
+/**
+ * How long, by default, a durable store's access-token records are served from this process's cache
+ * (`cachedTokens`; the config's `token_cache_ms`): a token revoked by another instance is refused here within
+ * this bound; one revoked through this process at once.
+ */
+export const TOKEN_CACHE_MS = 1000;
 
 /** What an entry point supplies from its runtime so that durable stores can be opened. */
 export interface StoreDrivers {
@@ -57,6 +65,8 @@ export interface OpenStoreOptions {
   clock?: () => number;
   /** Reports connection errors that no request is waiting for (a database restarting, say). */
   onError?: (error: unknown) => void;
+  /** The staleness bound of a durable store's access-token cache in ms; 0 turns it off. Default {@link TOKEN_CACHE_MS}. */
+  tokenCacheMs?: number;
 }
 
 /**
@@ -147,9 +157,14 @@ async function openSqliteStore(url: string, options: OpenStoreOptions): Promise<
   return { storage: cached(storage, options), description: `sqlite:${path}`, durable, close };
 }
 
-/** A durable store behind the per-process client cache ({@link CLIENT_CACHE_MS}), on the same clock. */
+/**
+ * A durable store behind the per-process caches of client records ({@link CLIENT_CACHE_MS}) and access-token
+ * records (`tokenCacheMs`), on the same clock.
+ */
 function cached(storage: Storage, options: OpenStoreOptions): Storage {
-  return cachedClients(storage, { maxAgeMs: CLIENT_CACHE_MS, ...(options.clock ? { clock: options.clock } : {}) });
+  const clock = options.clock ? { clock: options.clock } : {};
+  const clients = cachedClients(storage, { maxAgeMs: CLIENT_CACHE_MS, ...clock });
+  return cachedTokens(clients, { maxAgeMs: options.tokenCacheMs ?? TOKEN_CACHE_MS, ...clock });
 }
 
 /** The slice of pg's `Pool` used here, typed structurally: the library has no dependency on pg. */

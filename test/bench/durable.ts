@@ -38,9 +38,17 @@ export type DurableServer = "project" | "node-oauth" | "oidc-provider" | "limit"
 /** The stores. */
 export type DurableStore = "memory" | "sqlite" | "postgres" | "redis";
 /** The operations, each over HTTP. */
-export type DurableOp = "client_credentials" | "authorization_code" | "refresh_token" | "bearer";
+export type DurableOp = "client_credentials" | "authorization_code" | "refresh_token" | "bearer" | "bearer_many";
 
-export const DURABLE_OPS: readonly DurableOp[] = ["client_credentials", "authorization_code", "refresh_token", "bearer"];
+/**
+ * `bearer`: API calls with 64 tokens, each presented again within milliseconds (one client calling an API, or an
+ * MCP session's tool calls): what this project's per-process token cache serves. `bearer_many`: 20,000 tokens in
+ * turn, so that none comes back within the cache's bound and every check reads the store.
+ */
+export const DURABLE_OPS: readonly DurableOp[] = ["client_credentials", "authorization_code", "refresh_token", "bearer", "bearer_many"];
+const isBearer = (op: DurableOp): boolean => op === "bearer" || op === "bearer_many";
+/** Tokens of a `bearer_many` row: more than the cache keeps (10,000), none back within its bound (1 s). */
+const MANY_TOKENS = 20_000;
 const FILES: Record<DurableServer, string> = {
   project: "serve_store.ts",
   "node-oauth": "peer_node_oauth.ts",
@@ -207,23 +215,31 @@ export async function runDurable(options: DurableOptions, start: Starter, log: (
     /** Reads and writes per request of each limit row: this project's round trips on that store. */
     const plans = new Map<string, { reads: number; writes: number }>();
     const tallies = new Map<string, Tally>();
+    const manyTokens = new Map<Running, string[]>();
     const keyOf = (run: Running, op: DurableOp) => `${run.server}/${run.store}/${op}`;
 
     /** One load of one row: `seconds` of requests after `warmup` seconds of the same. */
     const measureRow = async (run: Running, op: DurableOp, seconds: number, warmup: number): Promise<void> => {
       const limit = run.server === "limit";
-      const plan = limit ? plans.get(`${run.store}/${op}`) ?? { reads: 1, writes: op === "bearer" ? 0 : 1 } : undefined;
+      const plan = limit ? plans.get(`${run.store}/${op}`) ?? { reads: 1, writes: isBearer(op) ? 0 : 1 } : undefined;
       const query = plan ? `?r=${plan.reads}&w=${plan.writes}` : "";
       const tokenPath = DURABLE_TOKEN_PATH + query;
       let spec: LoadRequest | (() => LoadRequest | undefined);
       let port = run.ready.port;
       let onResponse: ((status: number, body: string) => void) | undefined;
-      if (op === "client_credentials" || (limit && op !== "bearer")) {
+      if (op === "client_credentials" || (limit && !isBearer(op))) {
         spec = { path: tokenPath, body: op === "refresh_token" ? refreshBody("x") : op === "authorization_code" ? codeExchangeBody("x") : CLIENT_CREDENTIALS_BODY };
-      } else if (op === "bearer") {
+      } else if (isBearer(op)) {
         port = run.ready.resource;
         if (limit) spec = { method: "GET", path: `/${query}`, headers: { authorization: `Bearer ${"x".repeat(43)}` } };
-        else {
+        else if (op === "bearer_many") {
+          // Issued once per server (the pool outlives the rounds: a token is good for an hour), sent in turn.
+          let tokens = manyTokens.get(run);
+          if (!tokens) manyTokens.set(run, tokens = await control<string[]>(run.ready, `/access?n=${MANY_TOKENS}`));
+          const pool = tokens;
+          let next = 0;
+          spec = () => ({ method: "GET", path: "/", headers: { authorization: `Bearer ${pool[next++ % pool.length]}` } });
+        } else {
           const tokens = await control<string[]>(run.ready, "/access?n=64");
           spec = () => ({ method: "GET", path: "/", headers: { authorization: `Bearer ${tokens[Math.floor(Math.random() * tokens.length)]}` } });
         }
@@ -290,7 +306,7 @@ export async function runDurable(options: DurableOptions, start: Starter, log: (
       for (const op of options.ops) {
         const t = tallies.get(keyOf(own, op));
         const perRequest = t && t.count > 0 ? Math.round(t.trips / t.count) : 1;
-        const writes = op === "bearer" ? 0 : 1;
+        const writes = isBearer(op) ? 0 : 1;
         plans.set(`${store}/${op}`, { reads: Math.max(0, perRequest - writes), writes });
       }
     }
@@ -375,6 +391,7 @@ const OP_NAMES: Record<DurableOp, string> = {
   authorization_code: "code exchange",
   refresh_token: "refresh rotation",
   bearer: "Bearer check",
+  bearer_many: "Bearer check, 20k tokens",
 };
 
 /** The section's table: one line per row, the project's ratios beside its rows. */
@@ -409,7 +426,7 @@ export function durableTargets(rows: readonly DurableRow[]): { target: string; v
     if (row.server !== "project") continue;
     const name = `${OP_NAMES[row.op]} on ${STORE_NAMES[row.store]}`;
     if (row.store === "sqlite" && row.ratio_memory !== undefined) {
-      const floor = row.op === "client_credentials" || row.op === "bearer" ? 0.7 : 0.4;
+      const floor = row.op === "client_credentials" || isBearer(row.op) ? 0.7 : 0.4;
       out.push({ target: `${name} ≥ ${floor} × memory`, value: row.ratio_memory, met: row.ratio_memory >= floor });
     }
     if ((row.store === "postgres" || row.store === "redis") && row.of_limit !== undefined) {

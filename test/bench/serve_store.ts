@@ -2,11 +2,13 @@
  * This project on one store, for the durable-store rows (`durable.ts`):
  *
  *   node serve_store.js --store memory|sqlite:PATH|postgres://…|redis://… [--pool 10] [--client-cache-ms 1000]
+ *     [--token-cache-ms 1000]
  *
  * The stores are opened as the README tells users to: pg with named statements (`query(t, p, n)`), ioredis
- * with `evalsha`, node:sqlite through `sqliteExecutor`; a durable store sits behind `cachedClients` with the
- * reference server's bound (1 s; 0 turns the cache off). The token port is `serveNode(server)`, the resource
- * port `verifyAccessToken` (see `durable_server.ts` for the ports).
+ * with `evalsha`, node:sqlite through `sqliteExecutor`; a durable store sits behind `cachedClients` and
+ * `cachedTokens` with the reference server's bounds (1 s each; `--client-cache-ms 0`, `--token-cache-ms 0` turn
+ * them off). The token port is `serveNode(server)`, the resource port `verifyAccessToken` (see
+ * `durable_server.ts` for the ports).
  *
  * @module
  */
@@ -14,6 +16,7 @@ import { memoryStorage, redisStorage, sqlStorage, type Storage } from "../../mod
 import { serveNode } from "../../lib/adapters/node.ts";
 import { respond } from "../../lib/http.ts";
 import { cachedClients } from "../../lib/storage/cached_clients.ts";
+import { cachedTokens } from "../../lib/storage/cached_tokens.ts";
 import { arg, kindOf, openPostgres, openRedis, openSqliteFile } from "./drivers.ts";
 import { serveDurable } from "./durable_server.ts";
 import { createBenchServer, issueCodes } from "./fixture.ts";
@@ -21,6 +24,7 @@ import { createBenchServer, issueCodes } from "./fixture.ts";
 const url = arg("store");
 const kind = kindOf(url);
 const cacheMs = Number(arg("client-cache-ms", "1000"));
+const tokenCacheMs = Number(arg("token-cache-ms", "1000"));
 let storage: Storage;
 if (kind === "memory") {
   storage = memoryStorage();
@@ -37,7 +41,7 @@ if (kind === "memory") {
     const { eval: evalScript, evalsha } = openRedis(url);
     storage = redisStorage({ eval: evalScript, evalsha });
   }
-  storage = cachedClients(storage, { maxAgeMs: cacheMs });
+  storage = cachedTokens(cachedClients(storage, { maxAgeMs: cacheMs }), { maxAgeMs: tokenCacheMs });
 }
 
 const server = await createBenchServer(storage);

@@ -3,6 +3,7 @@
 // sign-in started at one finishes at the other, also after the first was killed; and a stopped database gives
 // 503 temporarily_unavailable, never a 500 or an unsaved token, and service resumes by itself.
 // Real servers on random loopback ports (test/support/databases.ts); skipped with a reason where not installed.
+import { readFileSync } from "node:fs";
 import { createServer, type Socket, connect } from "node:net";
 import { afterAll, afterEach, describe, expect, test } from "vitest";
 import { type Database, type Skipped, started, startPostgres, startRedis } from "../support/databases.ts";
@@ -94,6 +95,42 @@ for (const [name, server] of [["PostgreSQL", servers[0]], ["Redis", servers[1]]]
       expect(await apiStatus(a.url, issued.body.access_token as string)).toBe(200);
       const refreshed = await token(a.url, { grant_type: "refresh_token", client_id: "spa", refresh_token: issued.body.refresh_token as string });
       expect(refreshed.status).toBe(200);
+    }, 60_000);
+
+    test("a token revoked at A is refused at A at once and at B within token_cache_ms; with 0, at B at once too", async () => {
+      const revokeAt = async (base: string, accessToken: string) => {
+        const metadata = (await (await fetch(`${base}/.well-known/oauth-authorization-server`)).json()) as { revocation_endpoint: string };
+        const body = new URLSearchParams({ token: accessToken, client_id: "worker", client_secret: WORKER_SECRET });
+        const response = await fetch(metadata.revocation_endpoint, { method: "POST", body });
+        await response.arrayBuffer();
+        expect(response.status).toBe(200);
+      };
+      const cc = { grant_type: "client_credentials", client_id: "worker", client_secret: WORKER_SECRET, scope: "export" };
+      // The default bound (1 s): B keeps serving the record it read until the bound has passed, never longer.
+      const [a, b] = await pair();
+      const issued = (await token(a.url, cc)).body.access_token as string;
+      expect(await apiStatus(b.url, issued)).toBe(200);
+      await revokeAt(a.url, issued);
+      const revokedAt = Date.now();
+      expect(await apiStatus(a.url, issued)).toBe(401);
+      let refusedAfter = Number.POSITIVE_INFINITY;
+      while (Date.now() - revokedAt < 3000) {
+        if (await apiStatus(b.url, issued) === 401) {
+          refusedAfter = Date.now() - revokedAt;
+          break;
+        }
+        await new Promise((resolve) => setTimeout(resolve, 50));
+      }
+      expect(refusedAfter).toBeLessThanOrEqual(1000 + 250);
+      await killInstances();
+      // token_cache_ms 0: every check reads the store.
+      const file = writeConfig({ ...JSON.parse(readFileSync(configFile(), "utf8")), token_cache_ms: 0 });
+      const c = await startInstance(file, ["--store", db.url]);
+      const d = await startInstance(file, ["--store", db.url]);
+      const second = (await token(c.url, cc)).body.access_token as string;
+      expect(await apiStatus(d.url, second)).toBe(200);
+      await revokeAt(c.url, second);
+      expect(await apiStatus(d.url, second)).toBe(401);
     }, 60_000);
 
     test(`one code sent to A and B at once: one 200, one invalid_grant, and the winner's tokens revoked, ${ROUNDS} rounds`, async () => {

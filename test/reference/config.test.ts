@@ -192,7 +192,7 @@ describe("the published JSON Schema", () => {
     const keys = (schema: any) => Object.keys(schema.properties).sort();
     expect(keys(published)).toEqual(
       ["$schema", "users", "scopes", "clients", "store", "secret", "scope_policy", "default_scope", "resources", "client_metadata_documents",
-        "registration", "cors", "refresh_grace_seconds", "trust_proxy", "body_timeout_seconds", "audit_log", "metrics", "lifetimes", "offline_access",
+        "registration", "cors", "refresh_grace_seconds", "trust_proxy", "body_timeout_seconds", "token_cache_ms", "audit_log", "metrics", "lifetimes", "offline_access",
         "access_token_format", "access_token_audience", "signing_keys", "trusted_issuers", "token_exchange", "dpop", "device_authorization"].sort(),
     );
     expect(keys(published.properties.clients.items)).toEqual(
