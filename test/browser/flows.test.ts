@@ -230,7 +230,9 @@ describe.skipIf(!HAVE_CHROMIUM)(`login and consent in Chromium${SKIP_NOTE}`, { t
     const page = await (await newContext()).newPage();
     const consoleErrors: string[] = [];
     page.on("console", (message) => {
-      if (message.type() === "error") consoleErrors.push(message.text());
+      // The browser's own favicon fetch may 404 on either origin, before or after the page is read: not a page's error.
+      const at = message.location().url;
+      if (message.type() === "error" && !/\/favicon\.ico$/.test(at)) consoleErrors.push(`${message.text()} (${at})`);
     });
     const { verifier, challenge } = pkce();
     const state = newState();
