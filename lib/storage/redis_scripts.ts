@@ -66,6 +66,9 @@ local function touch(client)
   local last = tonumber(c[2])
   if not last or NOW - last >= 60000 then redis.call('HSET', P .. 'client:' .. client, 'l', NOW) end
 end
+-- A grant's key lives 10 ms longer than its latest member: a Redis whose clock moves during a script (7.0 does)
+-- gives a member set after its grant an expiry a millisecond or so later, and the tombstone must outlive it.
+local GRANT_EXTRA = 10
 -- Creates or refreshes a live grant; false when it is revoked (a tombstone refuses every write). Its key lives
 -- as long as its latest token (e), so a tombstone set on it outlives every member, which need no index of their
 -- own: every lookup of a member checks the tombstone. The user's and client's indexes change only when the
@@ -85,7 +88,7 @@ local function upsert_grant(id, json, client, user, expires)
   else
     redis.call('HSET', key, 'r', json, 'c', client, 'u', user, 'k', NOW, 'l', NOW, 'e', e)
   end
-  extend(key, e)
+  extend(key, e + GRANT_EXTRA)
   if user ~= '' then index(P .. 'user:' .. user .. ':grants', id, e) end
   index(P .. 'client:' .. client .. ':grants', id, e)
   return true
@@ -96,7 +99,7 @@ local function cover(grant, expires)
   local key = P .. 'grant:' .. grant
   local e = tonumber(redis.call('HGET', key, 'e'))
   if not e or e < tonumber(expires) then redis.call('HSET', key, 'e', expires) end
-  extend(key, expires)
+  extend(key, tonumber(expires) + GRANT_EXTRA)
 end
 local function remember(key, grant, expires)
   if grant ~= '' then index(P .. 'grant:' .. grant .. ':m', key, expires) end
