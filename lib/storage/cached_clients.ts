@@ -12,7 +12,8 @@
  *
  * @module
  */
-import { STORAGE_METHODS, type ClientRecord, type Storage } from "./types.ts";
+import { forwarding, StaleReads } from "./stale_reads.ts";
+import type { ClientRecord, Storage } from "./types.ts";
 
 /** Options of {@link cachedClients}. */
 export interface CachedClientsOptions {
@@ -24,43 +25,17 @@ export interface CachedClientsOptions {
   clock?: () => number;
 }
 
-/** One cached read: when it began, and the record it gave (or is still reading), once known. */
-interface Entry {
-  at: number;
-  record: Promise<ClientRecord | null>;
-  value?: ClientRecord;
-}
-
 /** How often a store writes a client's `last_used_at` (types.ts, `saveTokens`). */
 const LAST_USED_GRANULARITY = 60_000;
 
 /** Wraps a store so that `getClient` answers from a per-process cache (see the module for the bound). */
 export function cachedClients(storage: Storage, options: CachedClientsOptions = {}): Storage {
-  const maxAge = Math.max(0, options.maxAgeMs ?? 1000);
-  if (maxAge === 0) return storage;
-  const maxEntries = Math.max(1, options.maxEntries ?? 10_000);
-  const clock = options.clock ?? Date.now;
-  const entries = new Map<string, Entry>();
-  const forget = (clientId: string): void => void entries.delete(clientId);
+  const reads = new StaleReads<ClientRecord>(options);
+  if (reads.off) return storage;
+  const entries = reads.entries;
+  const forget = (clientId: string): void => reads.forget(clientId);
 
-  const getClient = (clientId: string): Promise<ClientRecord | null> => {
-    const now = clock();
-    const cached = entries.get(clientId);
-    // `now < cached.at` too: a clock that went back must not stretch the bound.
-    if (cached && now - cached.at < maxAge && now >= cached.at) return cached.record;
-    const entry: Entry = { at: now, record: storage.getClient(clientId) };
-    entries.delete(clientId);
-    if (entries.size >= maxEntries) forget(entries.keys().next().value!);
-    entries.set(clientId, entry);
-    // Neither a miss nor a failure is kept: a client registered elsewhere, or a store back up, is seen at once.
-    entry.record.then((record) => {
-      if (record !== null) entry.value = record;
-      else if (entries.get(clientId) === entry) forget(clientId);
-    }, () => {
-      if (entries.get(clientId) === entry) forget(clientId);
-    });
-    return entry.record;
-  };
+  const getClient = (clientId: string): Promise<ClientRecord | null> => reads.read(clientId, () => storage.getClient(clientId)).record;
 
   /**
    * A change to a client: the cached record is dropped once the store has it, also any read that began while it
@@ -90,11 +65,7 @@ export function cachedClients(storage: Storage, options: CachedClientsOptions = 
       return result;
     };
 
-  const wrapped = {} as Record<string, unknown>;
-  const target = storage as unknown as Record<string, unknown>;
-  for (const name of STORAGE_METHODS) {
-    wrapped[name] = (...args: unknown[]) => (target[name] as (...a: unknown[]) => unknown).apply(storage, args);
-  }
+  const wrapped = forwarding(storage);
   const overrides: Pick<
     Storage,
     "getClient" | "saveClient" | "setClientActive" | "deleteClient" | "saveTokens" | "redeemCode" | "rotateRefreshToken"

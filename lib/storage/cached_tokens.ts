@@ -14,6 +14,7 @@
  *
  * @module
  */
+import { forwarding, StaleReads } from "./stale_reads.ts";
 import { type AccessTokenRecord, STORAGE_METHODS, type Storage } from "./types.ts";
 
 /** Options of {@link cachedTokens}. */
@@ -24,13 +25,6 @@ export interface CachedTokensOptions {
   maxEntries?: number;
   /** Milliseconds, for the age of entries. Default `Date.now`. */
   clock?: () => number;
-}
-
-/** One cached read: when it began, and the record it gave (or is still reading). */
-interface Entry {
-  at: number;
-  record: Promise<AccessTokenRecord | null>;
-  value?: AccessTokenRecord;
 }
 
 /**
@@ -57,35 +51,16 @@ function frozen(record: AccessTokenRecord): AccessTokenRecord {
 
 /** Wraps a store so that `findAccessToken` answers from a per-process cache (see the module for the bound). */
 export function cachedTokens(storage: Storage, options: CachedTokensOptions = {}): Storage {
-  const maxAge = Math.max(0, options.maxAgeMs ?? 1000);
-  if (maxAge === 0) return storage;
-  const maxEntries = Math.max(1, options.maxEntries ?? 10_000);
-  const clock = options.clock ?? Date.now;
-  const entries = new Map<string, Entry>();
-  const forget = (hash: string, entry: Entry): void => {
-    if (entries.get(hash) === entry) entries.delete(hash);
-  };
+  const reads = new StaleReads<AccessTokenRecord>(options);
+  if (reads.off) return storage;
 
   const findAccessToken = (hash: string, now: number): Promise<AccessTokenRecord | null> => {
-    const at = clock();
-    const cached = entries.get(hash);
-    // `at < cached.at` too: a clock that went back must not stretch the bound.
-    if (cached && at - cached.at < maxAge && at >= cached.at) {
-      if (cached.value === undefined) {
-        return cached.record.then((record) => (record !== null && record.expires_at > now ? record : null));
-      }
-      if (cached.value.expires_at > now) return cached.record;
-    }
-    const entry: Entry = { at, record: storage.findAccessToken(hash, now).then((r) => r && frozen(r)) };
-    entries.delete(hash);
-    if (entries.size >= maxEntries) entries.delete(entries.keys().next().value!);
-    entries.set(hash, entry);
-    // Neither a miss nor a failure is kept: a token issued elsewhere, or a store back up, is seen at once.
-    entry.record.then((record) => {
-      if (record !== null) entry.value = record;
-      else forget(hash, entry);
-    }, () => forget(hash, entry));
-    return entry.record;
+    const load = () => storage.findAccessToken(hash, now).then((r) => r && frozen(r));
+    let entry = reads.read(hash, load);
+    // A record is never served past its token's expiry: the store is asked again (and answers null).
+    if (entry.value !== undefined && entry.value.expires_at <= now) entry = reads.load(hash, load);
+    if (entry.value !== undefined) return entry.record;
+    return entry.record.then((record) => (record !== null && record.expires_at > now ? record : null));
   };
 
   /** A verb that may end tokens: the cache is emptied once the store has it, also of reads that began meanwhile. */
@@ -93,17 +68,13 @@ export function cachedTokens(storage: Storage, options: CachedTokensOptions = {}
     try {
       return await (target[name] as (...a: unknown[]) => Promise<unknown>).apply(storage, args);
     } finally {
-      entries.clear();
+      reads.entries.clear();
     }
   };
 
-  const wrapped = {} as Record<string, unknown>;
   const target = storage as unknown as Record<string, unknown>;
-  for (const name of STORAGE_METHODS) {
-    wrapped[name] = HARMLESS.has(name)
-      ? (...args: unknown[]) => (target[name] as (...a: unknown[]) => unknown).apply(storage, args)
-      : ending(name);
-  }
-  wrapped.findAccessToken = findAccessToken;
-  return wrapped as unknown as Storage;
+  const wrapped = forwarding(storage);
+  const overrides: Record<string, unknown> = { findAccessToken };
+  for (const name of STORAGE_METHODS) if (!HARMLESS.has(name)) overrides[name] = ending(name);
+  return Object.assign(wrapped, overrides) as unknown as Storage;
 }

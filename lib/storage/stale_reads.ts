@@ -1,0 +1,81 @@
+/**
+ * The mechanism behind the per-process caches of a store's reads (`cachedClients`, `cachedTokens`): a record
+ * read from the store is served for at most `maxAgeMs` after the read began; reads of one key in flight share one
+ * call; neither a miss (null) nor a failure is kept, so what was created elsewhere, or a store back up, is seen at
+ * once.
+ *
+ * @module
+ */
+import { STORAGE_METHODS, type Storage } from "./types.ts";
+
+/** The bound and size of a cache of reads. */
+export interface StaleReadsOptions {
+  /** How long a record read from the store is served, in ms: the staleness bound. Default 1 000; 0 disables. */
+  maxAgeMs?: number;
+  /** Records kept at most; the oldest read goes first. Default 10 000. */
+  maxEntries?: number;
+  /** Milliseconds, for the age of entries. Default `Date.now`. */
+  clock?: () => number;
+}
+
+/** One cached read: when it began, and the record it gave (or is still reading), once known. */
+export interface StaleEntry<V> {
+  at: number;
+  record: Promise<V | null>;
+  value?: V;
+}
+
+/** Reads by key, each served until it is `maxAgeMs` old. */
+export class StaleReads<V> {
+  readonly entries: Map<string, StaleEntry<V>> = new Map();
+  private readonly maxAge: number;
+  private readonly maxEntries: number;
+  private readonly clock: () => number;
+
+  constructor(options: StaleReadsOptions) {
+    this.maxAge = Math.max(0, options.maxAgeMs ?? 1000);
+    this.maxEntries = Math.max(1, options.maxEntries ?? 10_000);
+    this.clock = options.clock ?? Date.now;
+  }
+
+  /** Whether the bound is 0: then there is nothing to cache. */
+  get off(): boolean {
+    return this.maxAge === 0;
+  }
+
+  /** The entry of `key` while it is within the bound (a clock that went back must not stretch it), else a new read. */
+  read(key: string, load: () => Promise<V | null>): StaleEntry<V> {
+    const now = this.clock();
+    const cached = this.entries.get(key);
+    if (cached && now - cached.at < this.maxAge && now >= cached.at) return cached;
+    return this.load(key, load, now);
+  }
+
+  /** A new read of `key`, replacing any entry; kept once it gives a record. */
+  load(key: string, load: () => Promise<V | null>, now: number = this.clock()): StaleEntry<V> {
+    const entry: StaleEntry<V> = { at: now, record: load() };
+    this.entries.delete(key);
+    if (this.entries.size >= this.maxEntries) this.entries.delete(this.entries.keys().next().value!);
+    this.entries.set(key, entry);
+    entry.record.then((record) => {
+      if (record !== null) entry.value = record;
+      else this.forget(key, entry);
+    }, () => this.forget(key, entry));
+    return entry;
+  }
+
+  /** Drops the entry of `key` (only `entry`, when given: a newer read stays). */
+  forget(key: string, entry?: StaleEntry<V>): void {
+    if (entry === undefined || this.entries.get(key) === entry) this.entries.delete(key);
+  }
+}
+
+/** A copy of a store's interface that forwards every verb to it, for a wrapper to override some of. */
+export function forwarding(storage: Storage): Record<string, unknown> {
+  const wrapped = {} as Record<string, unknown>;
+  const target = storage as unknown as Record<string, unknown>;
+  for (const name of STORAGE_METHODS) {
+    wrapped[name] = (...args: unknown[]) => (target[name] as (...a: unknown[]) => unknown).apply(storage, args);
+  }
+  return wrapped;
+}
