@@ -38,7 +38,8 @@ const changes = (target: string): Change[] => [
   { name: "an unknown header parameter", breaks: false, header: (h) => void (h.kid = "some-kid") },
   // Broken.
   { name: "htm in lower case", breaks: true, claims: (c) => void (c.htm = String(c.htm).toLowerCase()) },
-  { name: "another htm", breaks: true, claims: (c) => void (c.htm = c.htm === "GET" ? "POST" : "GET") },
+  // A method that neither endpoint uses, so that no pair of changes can bring htm back to the right one.
+  { name: "another htm", breaks: true, claims: (c) => void (c.htm = "PATCH") },
   { name: "htu of another path", breaks: true, claims: (c) => void (c.htu = `${target}/more`) },
   { name: "htu of another origin", breaks: true, claims: (c) => void (c.htu = htuVariant(target, (u) => `https://elsewhere.example${u.pathname}`)) },
   { name: "htu of http", breaks: true, claims: (c) => void (c.htu = htuVariant(target, (u) => `http://${u.host}${u.pathname}`)) },
