@@ -85,6 +85,7 @@ export { type Dialect, type SqlExecutor, type SqlRow, SqlStorage, sqlStorage, ty
 export { type RedisExecutor, RedisStorage, redisStorage, type RedisStorageOptions } from "./lib/storage/redis.ts";
 export { cachedClients, type CachedClientsOptions } from "./lib/storage/cached_clients.ts";
 export { cachedTokens, type CachedTokensOptions } from "./lib/storage/cached_tokens.ts";
+export { issuedRecords, type IssuedRecordsOptions } from "./lib/storage/issued_records.ts";
 export {
   type AccessTokenRecord,
   type ClientOrigin,
@@ -96,6 +97,7 @@ export {
   type GrantRecord,
   type GrantType,
   type IssuedTokens,
+  type ReadOptions,
   type RefreshTokenRecord,
   type Storage,
   STORAGE_METHODS,

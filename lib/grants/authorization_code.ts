@@ -12,7 +12,8 @@ import { narrowedResource, resourceIndicators } from "../features/resource_indic
 import { CODE_VERIFIER, verifyPkce } from "../pkce.ts";
 import { clientAllowsAll, grantsOfflineAccess } from "../scope.ts";
 import { sha256 } from "../sha256.ts";
-import type { ClientRecord } from "../storage/types.ts";
+import type { ClientRecord, CodeRecord } from "../storage/types.ts";
+import type { TokenResponse } from "../tokens.ts";
 import { issueTokens } from "../issue_tokens.ts";
 
 const invalidGrant = (description: string) => new OAuthError("invalid_grant", { description });
@@ -45,61 +46,83 @@ export const authorizationCode: Grant = defineGrant({
     const { storage } = context;
     const now = context.clock();
     const hash = sha256(code);
-    const record = await storage.findCode(hash, now);
-    if (!record) throw invalidGrant("The authorization code is invalid or has expired");
-    // The client check comes first: another client's try must neither work nor have any effect.
-    if (record.client_id !== client.client_id) throw invalidGrant("The authorization code was issued to another client");
-    // RFC 9449 §10: a code requested with dpop_jkt goes only to that key; a thief without it changes nothing.
-    checkBoundKey(exchange, record.dpop_jkt, "authorization code");
-    if (record.redeemed_at !== undefined) {
-      // RFC 6749 §4.1.2 and RFC 9700 §4.5: a replayed code revokes every token issued from it, but only when the
-      // code's own client proves itself (its secret, or the code's PKCE verifier). Else a leaked, spent code
-      // plus any public client_id would let anyone kill the user's tokens.
-      if (proven(client, verifier, record.code_challenge)) {
+
+    /**
+     * Judges the exchange from `record`, and redeems the code. A `tentative` record may be out of date (the
+     * issuing instance's own copy, `issuedRecords`): it answers null rather than act on a failed redemption.
+     */
+    const redeem = async (record: CodeRecord | null, tentative: boolean): Promise<TokenResponse | null> => {
+      if (!record) throw invalidGrant("The authorization code is invalid or has expired");
+      // The client check comes first: another client's try must neither work nor have any effect.
+      if (record.client_id !== client.client_id) throw invalidGrant("The authorization code was issued to another client");
+      // RFC 9449 §10: a code requested with dpop_jkt goes only to that key; a thief without it changes nothing.
+      checkBoundKey(exchange, record.dpop_jkt, "authorization code");
+      if (record.redeemed_at !== undefined) {
+        // RFC 6749 §4.1.2 and RFC 9700 §4.5: a replayed code revokes every token issued from it, but only when the
+        // code's own client proves itself (its secret, or the code's PKCE verifier). Else a leaked, spent code
+        // plus any public client_id would let anyone kill the user's tokens.
+        if (proven(client, verifier, record.code_challenge)) {
+          await storage.revokeGrant(record.grant_id);
+          exchange.emit({ type: "code.replayed", client_id: client.client_id, user_id: record.user_id, grant_id: record.grant_id });
+        }
+        throw invalidGrant("The authorization code was already used");
+      }
+      if (record.redirect_uri !== redirectUri) throw invalidGrant("The redirect_uri does not match the authorization request");
+      if (record.code_challenge === undefined) {
+        // RFC 9700 §2.1.1: a verifier for a code issued without a challenge is refused (PKCE downgrade).
+        if (verifier !== undefined) {
+          throw new OAuthError("invalid_request", { description: "A code_verifier was sent for a code issued without code_challenge" });
+        }
+      } else {
+        if (verifier === undefined) throw missing("code_verifier");
+        if (!verifyPkce(verifier, record.code_challenge)) throw invalidGrant("PKCE verification failed");
+      }
+
+      // The client's registration may have changed since the user approved.
+      const offline = context.features.offline_access !== null;
+      if (!clientAllowsAll(client, record.scope, offline)) {
+        throw new OAuthError("invalid_scope", { description: "The scope is no longer allowed for this client" });
+      }
+
+      // RFC 8707 §2.2: the token request may narrow the audience bound at authorization, never change it.
+      const resource = narrowedResource(form.get("resource"), record.resource, context.features.resource_indicators);
+      // With offline_access on, a refresh token only for a grant the user gave offline access (MCP 2026-07-28).
+      const refresh = client.grant_types.includes("refresh_token") && (!offline || grantsOfflineAccess(record.scope));
+      const { response, records } = await issueTokens({
+        client_id: client.client_id,
+        user_id: record.user_id,
+        scope: record.scope,
+        resource,
+        refresh_resource: record.resource,
+        grant_id: record.grant_id,
+        refresh_expires_at: refresh ? now + context.refreshTokenTtl : undefined,
+        auth_time: record.auth_time,
+        jkt: dpopKey(exchange),
+      }, client, context, now);
+      // The one atomic step: whoever loses a concurrent redemption is treated as a replay.
+      if (!(await storage.redeemCode(hash, records, now))) {
+        if (tentative) return null;
         await storage.revokeGrant(record.grant_id);
         exchange.emit({ type: "code.replayed", client_id: client.client_id, user_id: record.user_id, grant_id: record.grant_id });
+        throw invalidGrant("The authorization code was already used");
       }
-      throw invalidGrant("The authorization code was already used");
-    }
-    if (record.redirect_uri !== redirectUri) throw invalidGrant("The redirect_uri does not match the authorization request");
-    if (record.code_challenge === undefined) {
-      // RFC 9700 §2.1.1: a verifier for a code issued without a challenge is refused (PKCE downgrade).
-      if (verifier !== undefined) {
-        throw new OAuthError("invalid_request", { description: "A code_verifier was sent for a code issued without code_challenge" });
-      }
-    } else {
-      if (verifier === undefined) throw missing("code_verifier");
-      if (!verifyPkce(verifier, record.code_challenge)) throw invalidGrant("PKCE verification failed");
-    }
+      exchange.emit({ type: "code.redeemed", client_id: client.client_id, user_id: record.user_id, grant_id: record.grant_id });
+      return response;
+    };
 
-    // The client's registration may have changed since the user approved.
-    const offline = context.features.offline_access !== null;
-    if (!clientAllowsAll(client, record.scope, offline)) {
-      throw new OAuthError("invalid_scope", { description: "The scope is no longer allowed for this client" });
+    // On the instance that issued the code, its own copy saves a read. Only the store's redemption decides, and
+    // when the try fails in any way a store that answers could explain, the exchange is judged again from a fresh
+    // read: the answer is the one that read gives, and the try revoked nothing.
+    const kept = await storage.findCode(hash, now, { beforeDecision: true });
+    if (kept !== null && kept.redeemed_at === undefined) {
+      const response = await redeem(kept, true).catch((error: unknown) => {
+        if (error instanceof OAuthError && error.status < 500) return null;
+        throw error;
+      });
+      if (response !== null) return response;
+      return (await redeem(await storage.findCode(hash, now), false))!;
     }
-
-    // RFC 8707 §2.2: the token request may narrow the audience bound at authorization, never change it.
-    const resource = narrowedResource(form.get("resource"), record.resource, context.features.resource_indicators);
-    // With offline_access on, a refresh token only for a grant the user gave offline access (MCP 2026-07-28).
-    const refresh = client.grant_types.includes("refresh_token") && (!offline || grantsOfflineAccess(record.scope));
-    const { response, records } = await issueTokens({
-      client_id: client.client_id,
-      user_id: record.user_id,
-      scope: record.scope,
-      resource,
-      refresh_resource: record.resource,
-      grant_id: record.grant_id,
-      refresh_expires_at: refresh ? now + context.refreshTokenTtl : undefined,
-      auth_time: record.auth_time,
-      jkt: dpopKey(exchange),
-    }, client, context, now);
-    // The one atomic step: whoever loses a concurrent redemption is treated as a replay.
-    if (!(await storage.redeemCode(hash, records, now))) {
-      await storage.revokeGrant(record.grant_id);
-      exchange.emit({ type: "code.replayed", client_id: client.client_id, user_id: record.user_id, grant_id: record.grant_id });
-      throw invalidGrant("The authorization code was already used");
-    }
-    exchange.emit({ type: "code.redeemed", client_id: client.client_id, user_id: record.user_id, grant_id: record.grant_id });
-    return response;
+    // No copy: the store answered, and that answer is fresh.
+    return (await redeem(kept, false))!;
   },
 });

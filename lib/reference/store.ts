@@ -9,6 +9,7 @@
  */
 import { cachedClients } from "../storage/cached_clients.ts";
 import { cachedTokens } from "../storage/cached_tokens.ts";
+import { issuedRecords } from "../storage/issued_records.ts";
 import { memoryStorage } from "../storage/memory.ts";
 import { redisStorage } from "../storage/redis.ts";
 import { sqliteExecutor, type SqliteConnection } from "../storage/sqlite.ts";
@@ -159,11 +160,12 @@ async function openSqliteStore(url: string, options: OpenStoreOptions): Promise<
 
 /**
  * A durable store behind the per-process caches of client records ({@link CLIENT_CACHE_MS}) and access-token
- * records (`tokenCacheMs`), on the same clock.
+ * records (`tokenCacheMs`), on the same clock, and the copies of the codes and refresh tokens this process
+ * issued (`issuedRecords`, which has no staleness bound to set: only the store's atomic verbs decide).
  */
 function cached(storage: Storage, options: OpenStoreOptions): Storage {
   const clock = options.clock ? { clock: options.clock } : {};
-  const clients = cachedClients(storage, { maxAgeMs: CLIENT_CACHE_MS, ...clock });
+  const clients = cachedClients(issuedRecords(storage), { maxAgeMs: CLIENT_CACHE_MS, ...clock });
   return cachedTokens(clients, { maxAgeMs: options.tokenCacheMs ?? TOKEN_CACHE_MS, ...clock });
 }
 

@@ -153,6 +153,23 @@ export interface RefreshTokenRecord {
   auth_time?: number;
 }
 
+/**
+ * How fresh a read of a code or refresh token must be. The fields of a code and of a refresh token never change
+ * once stored, apart from `redeemed_at`, `rotated_at`, `replaced_by` and `successor`, and the record's going away
+ * (revoked, deleted). So a caller that is about to spend the record, and trusts only the deciding verb
+ * ({@link Storage.redeemCode}, {@link Storage.rotateRefreshToken}), can work from a copy this process stored
+ * itself (`issuedRecords`), and save the read.
+ */
+export interface ReadOptions {
+  /**
+   * The caller spends the record next and acts on nothing else it says: when the deciding verb fails, it reads
+   * again without this option and decides from that read. The answer may then be a record that was since
+   * spent, revoked or deleted, or one the store declined to keep (a revoked grant's), but never one that no
+   * caller stored.
+   */
+  beforeDecision?: boolean;
+}
+
 /** What one successful code redemption, refresh or client_credentials request stores. */
 export interface IssuedTokens {
   /** The access token. */
@@ -276,8 +293,11 @@ export interface Storage {
    * A code of a revoked grant is not stored.
    */
   saveCode(code: CodeRecord, limit?: number): Promise<void>;
-  /** A code by hash, redeemed or not, or null once it has expired or was never issued. */
-  findCode(hash: string, now: number): Promise<CodeRecord | null>;
+  /**
+   * A code by hash, redeemed or not, or null once it has expired or was never issued. With
+   * `{ beforeDecision: true }` the answer may be out of date (see {@link ReadOptions}); a store may ignore it.
+   */
+  findCode(hash: string, now: number, options?: ReadOptions): Promise<CodeRecord | null>;
   /**
    * Atomically marks the code redeemed (`redeemed_at = now`) and stores `tokens`, if and only if the code
    * exists, is live, was not redeemed before and its grant is not revoked. Returns the code record to the one
@@ -303,8 +323,11 @@ export interface Storage {
   saveTokens(tokens: IssuedTokens, now: number): Promise<void>;
   /** A live access token by hash, or null (unknown, expired or revoked). */
   findAccessToken(hash: string, now: number): Promise<AccessTokenRecord | null>;
-  /** A refresh token by hash, rotated or not, or null (unknown, expired or revoked). */
-  findRefreshToken(hash: string, now: number): Promise<RefreshTokenRecord | null>;
+  /**
+   * A refresh token by hash, rotated or not, or null (unknown, expired or revoked). With
+   * `{ beforeDecision: true }` the answer may be out of date (see {@link ReadOptions}); a store may ignore it.
+   */
+  findRefreshToken(hash: string, now: number, options?: ReadOptions): Promise<RefreshTokenRecord | null>;
   /**
    * Atomically rotates a refresh token and stores `next`. Succeeds, for one caller only, when the token exists,
    * is live, its grant is not revoked and it was not rotated before: then sets `rotated_at = now`,

@@ -2,12 +2,12 @@
  * This project on one store, for the durable-store rows (`durable.ts`):
  *
  *   node serve_store.js --store memory|sqlite:PATH|postgres://…|redis://… [--pool 10] [--client-cache-ms 1000]
- *     [--token-cache-ms 1000]
+ *     [--token-cache-ms 1000] [--issued-entries 10000]
  *
  * The stores are opened as the README tells users to: pg with named statements (`query(t, p, n)`), ioredis
  * with `evalsha`, node:sqlite through `sqliteExecutor`; a durable store sits behind `cachedClients` and
  * `cachedTokens` with the reference server's bounds (1 s each; `--client-cache-ms 0`, `--token-cache-ms 0` turn
- * them off). The token port is `serveNode(server)`, the resource port `verifyAccessToken` (see
+ * them off), and `issuedRecords` as the reference server has it (`--issued-entries 0` turns it off). The token port is `serveNode(server)`, the resource port `verifyAccessToken` (see
  * `durable_server.ts` for the ports).
  *
  * @module
@@ -17,6 +17,7 @@ import { serveNode } from "../../lib/adapters/node.ts";
 import { respond } from "../../lib/http.ts";
 import { cachedClients } from "../../lib/storage/cached_clients.ts";
 import { cachedTokens } from "../../lib/storage/cached_tokens.ts";
+import { issuedRecords } from "../../lib/storage/issued_records.ts";
 import { arg, kindOf, openPostgres, openRedis, openSqliteFile } from "./drivers.ts";
 import { serveDurable } from "./durable_server.ts";
 import { createBenchServer, issueCodes } from "./fixture.ts";
@@ -25,6 +26,7 @@ const url = arg("store");
 const kind = kindOf(url);
 const cacheMs = Number(arg("client-cache-ms", "1000"));
 const tokenCacheMs = Number(arg("token-cache-ms", "1000"));
+const issuedEntries = Number(arg("issued-entries", "10000"));
 let storage: Storage;
 if (kind === "memory") {
   storage = memoryStorage();
@@ -41,7 +43,7 @@ if (kind === "memory") {
     const { eval: evalScript, evalsha } = openRedis(url);
     storage = redisStorage({ eval: evalScript, evalsha });
   }
-  storage = cachedTokens(cachedClients(storage, { maxAgeMs: cacheMs }), { maxAgeMs: tokenCacheMs });
+  storage = cachedTokens(cachedClients(issuedRecords(storage, { maxEntries: issuedEntries }), { maxAgeMs: cacheMs }), { maxAgeMs: tokenCacheMs });
 }
 
 const server = await createBenchServer(storage);

@@ -97,6 +97,37 @@ for (const [name, server] of [["PostgreSQL", servers[0]], ["Redis", servers[1]]]
       expect(refreshed.status).toBe(200);
     }, 60_000);
 
+    test("what A issued and B spent or revoked is judged at A by the store: a replay, a reuse, a revoked token", async () => {
+      // A keeps copies of its codes and refresh tokens (issuedRecords) and skips the read when they come back to it;
+      // only the store's atomic step decides, so what B did meanwhile is what A answers by.
+      const [a, b] = await pair();
+      const { code, verifier } = await spaCode(a.url);
+      const issued = await exchange(b.url, code, verifier);
+      expect(issued.status).toBe(200);
+      const replay = await exchange(a.url, code, verifier);
+      expect([replay.status, replay.body.error_description]).toEqual([400, "The authorization code was already used"]);
+      expect(await apiStatus(a.url, issued.body.access_token as string)).toBe(401);
+
+      const cc = { grant_type: "client_credentials", client_id: "worker", client_secret: WORKER_SECRET, scope: "export" };
+      const refresh = (base: string, refreshToken: unknown) =>
+        token(base, { grant_type: "refresh_token", client_id: "worker", client_secret: WORKER_SECRET, refresh_token: refreshToken as string });
+      const first = await token(a.url, cc);
+      const rotated = await refresh(b.url, first.body.refresh_token);
+      expect(rotated.status).toBe(200);
+      const reuse = await refresh(a.url, first.body.refresh_token);
+      expect([reuse.status, reuse.body.error_description]).toEqual([400, "The refresh token was already used"]);
+      expect((await refresh(b.url, rotated.body.refresh_token)).status).toBe(400);
+
+      const second = await token(a.url, cc);
+      const body = new URLSearchParams({ token: second.body.refresh_token as string, client_id: "worker", client_secret: WORKER_SECRET });
+      const metadata = (await (await fetch(`${b.url}/.well-known/oauth-authorization-server`)).json()) as { revocation_endpoint: string };
+      const revoked = await fetch(metadata.revocation_endpoint.replace(a.url, b.url), { method: "POST", body });
+      await revoked.arrayBuffer();
+      expect(revoked.status).toBe(200);
+      const late = await refresh(a.url, second.body.refresh_token);
+      expect([late.status, late.body.error_description]).toEqual([400, "The refresh token is invalid, expired or revoked"]);
+    }, 60_000);
+
     test("a token revoked at A is refused at A at once and at B within token_cache_ms; with 0, at B at once too", async () => {
       const revokeAt = async (base: string, accessToken: string) => {
         const metadata = (await (await fetch(`${base}/.well-known/oauth-authorization-server`)).json()) as { revocation_endpoint: string };
