@@ -13,6 +13,7 @@ import { JoseError } from "./jose/errors.ts";
 import type { KeySource } from "./jose/jws.ts";
 import { type JwtClaims, verifyJwt } from "./jose/jwt.ts";
 import { remoteJwks } from "./jose/remote_jwks.ts";
+import { makeRoom } from "./evict.ts";
 
 /** How {@link jwtTokenVerifier} fetches and keeps the issuer's JWK Set. Times in milliseconds. */
 export interface JwksFetchOptions {
@@ -122,7 +123,7 @@ export function jwtTokenVerifier(options: JwtTokenVerifierOptions): JwtTokenVeri
     const info = tokenInfo(payload);
     if (info === null) return null;
     if (cacheSize > 0) {
-      if (cache.size >= cacheSize) cache.delete(cache.keys().next().value!);
+      makeRoom(cache, cacheSize);
       cache.set(token, { info, until: at + cacheMs });
     }
     return info;

@@ -8,6 +8,7 @@
 import { guardedFetch, OutboundError } from "../outbound.ts";
 import type { ClientRecord } from "../storage/types.ts";
 import { type DocumentContext, documentClient, DocumentRefused } from "./document_client.ts";
+import { makeRoom } from "../evict.ts";
 
 /** Largest document accepted, in decoded bytes (the draft's "5 kilobytes", §8.7 of -02). */
 export const MAX_DOCUMENT_BYTES: number = 5 * 1024;
@@ -42,7 +43,7 @@ function bounded<V>(): Map<string, V> & { put(key: string, value: V): void } {
   const map = new Map<string, V>() as Map<string, V> & { put(key: string, value: V): void };
   map.put = (key, value) => {
     map.delete(key);
-    if (map.size >= MAX_CACHED) map.delete(map.keys().next().value!);
+    makeRoom(map, MAX_CACHED);
     map.set(key, value);
   };
   return map;

@@ -14,6 +14,7 @@ import { checkJwk, importJwk, type Jwk, jwkThumbprint } from "../jose/jwk.ts";
 import type { VerifiedHeader } from "../jose/jws.ts";
 import { type JwtClaims, verifyJwt } from "../jose/jwt.ts";
 import { sha256 } from "../sha256.ts";
+import { makeRoom } from "../evict.ts";
 
 /**
  * The algorithms a proof may be signed with (RFC 9449 §4.2: asymmetric; never `none` or HMAC). Ed25519 under both
@@ -145,7 +146,7 @@ function embeddedKey(header: VerifiedHeader): Promise<CryptoKey> {
   const slot = `${header.alg} ${jwkThumbprint(jwk as Jwk)}`;
   let key = imported.get(slot);
   if (key === undefined) {
-    if (imported.size >= MAX_IMPORTED) imported.delete(imported.keys().next().value!);
+    makeRoom(imported, MAX_IMPORTED);
     key = importJwk(jwk as Jwk, header.alg, "verify");
     key.catch(() => imported.delete(slot));
     imported.set(slot, key);

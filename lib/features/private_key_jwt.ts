@@ -13,6 +13,7 @@ import { localJwks } from "../jose/jwks.ts";
 import { remoteJwks } from "../jose/remote_jwks.ts";
 import { ASSERTION_ALGORITHMS } from "../jwt_assertion.ts";
 import type { ClientRecord } from "../storage/types.ts";
+import { makeRoom } from "../evict.ts";
 
 /** How key sets are fetched (`keySets` of the server). Library only. */
 export interface KeySetFetchOptions {
@@ -65,7 +66,7 @@ function bounded<V>(): { get(key: string): V | undefined; put(key: string, value
   return {
     get: (key) => map.get(key),
     put(key, value) {
-      if (map.size >= MAX_SETS) map.delete(map.keys().next().value!);
+      makeRoom(map, MAX_SETS);
       map.set(key, value);
       return value;
     },

@@ -19,7 +19,7 @@ import type { ClientRecord, Storage } from "./types.ts";
 export interface CachedClientsOptions {
   /** How long a record read from the store is served, in ms: the staleness bound. Default 1 000; 0 disables. */
   maxAgeMs?: number;
-  /** Client records kept at most; the oldest read goes first. Default 10 000. */
+  /** Client records kept at most; at the cap the oldest quarter goes. Default 10 000. */
   maxEntries?: number;
   /** Milliseconds, for the age of entries. Default `Date.now`. */
   clock?: () => number;

@@ -21,7 +21,7 @@ import { type AccessTokenRecord, STORAGE_METHODS, type Storage } from "./types.t
 export interface CachedTokensOptions {
   /** How long a record read from the store is served, in ms: the staleness bound. Default 1 000; 0 disables. */
   maxAgeMs?: number;
-  /** Records kept at most; the oldest read goes first. Default 10 000. */
+  /** Records kept at most; at the cap the oldest quarter goes. Default 10 000. */
   maxEntries?: number;
   /** Milliseconds, for the age of entries. Default `Date.now`. */
   clock?: () => number;

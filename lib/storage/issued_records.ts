@@ -17,10 +17,11 @@
  */
 import { forwarding } from "./stale_reads.ts";
 import type { CodeRecord, IssuedTokens, ReadOptions, RefreshTokenRecord, Storage } from "./types.ts";
+import { makeRoom } from "../evict.ts";
 
 /** Options of {@link issuedRecords}. */
 export interface IssuedRecordsOptions {
-  /** Codes, and refresh tokens, kept at most each; the oldest stored goes first. Default 10 000; 0 disables. */
+  /** Codes, and refresh tokens, kept at most each; at the cap the oldest quarter goes. Default 10 000; 0 disables. */
   maxEntries?: number;
 }
 
@@ -34,7 +35,7 @@ class Kept<V extends { hash: string; expires_at: number }> {
 
   keep(record: V): void {
     this.records.delete(record.hash);
-    if (this.records.size >= this.max) this.records.delete(this.records.keys().next().value!);
+    makeRoom(this.records, this.max);
     this.records.set(record.hash, Object.freeze({ ...record }));
   }
 

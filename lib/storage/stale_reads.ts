@@ -7,12 +7,13 @@
  * @module
  */
 import { STORAGE_METHODS, type Storage } from "./types.ts";
+import { makeRoom } from "../evict.ts";
 
 /** The bound and size of a cache of reads. */
 export interface StaleReadsOptions {
   /** How long a record read from the store is served, in ms: the staleness bound. Default 1 000; 0 disables. */
   maxAgeMs?: number;
-  /** Records kept at most; the oldest read goes first. Default 10 000. */
+  /** Records kept at most; at the cap the oldest quarter goes. Default 10 000. */
   maxEntries?: number;
   /** Milliseconds, for the age of entries. Default `Date.now`. */
   clock?: () => number;
@@ -55,7 +56,7 @@ export class StaleReads<V> {
   load(key: string, load: () => Promise<V | null>, now: number = this.clock()): StaleEntry<V> {
     const entry: StaleEntry<V> = { at: now, record: load() };
     this.entries.delete(key);
-    if (this.entries.size >= this.maxEntries) this.entries.delete(this.entries.keys().next().value!);
+    makeRoom(this.entries, this.maxEntries);
     this.entries.set(key, entry);
     entry.record.then((record) => {
       if (record !== null) entry.value = record;
