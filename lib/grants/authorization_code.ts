@@ -110,9 +110,9 @@ export const authorizationCode: Grant = defineGrant({
       return response;
     };
 
-    // On the instance that issued the code, its own copy saves a read. Only the store's redemption decides, and
-    // when the try fails in any way a store that answers could explain, the exchange is judged again from a fresh
-    // read: the answer is the one that read gives, and the try revoked nothing.
+    // On the instance that issued the code, its own copy saves a read. Only the store's redemption decides; when the try
+    // fails (that step, or any check with a 4xx), the exchange is judged again from a fresh read. So the answer is
+    // the one that read gives, and the try revoked nothing.
     const kept = await storage.findCode(hash, now, { beforeDecision: true });
     if (kept !== null && kept.redeemed_at === undefined) {
       const response = await redeem(kept, true).catch((error: unknown) => {
@@ -122,7 +122,7 @@ export const authorizationCode: Grant = defineGrant({
       if (response !== null) return response;
       return (await redeem(await storage.findCode(hash, now), false))!;
     }
-    // No copy: the store answered, and that answer is fresh.
+    // A spent code or none is the store's own answer (a copy is neither), so it is fresh.
     return (await redeem(kept, false))!;
   },
 });

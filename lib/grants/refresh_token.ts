@@ -84,7 +84,7 @@ export const refreshToken: Grant = defineGrant({
       const successor = rotated?.rotated_at === undefined ? undefined
         : await openSuccessor(token, rotated.successor ?? "", rotated.replaced_by);
       if (!rotated || successor === null) {
-        // A grace retry whose seal does not open changed nothing in the store: judged again too.
+        // A tentative try leaves the verdict to a fresh read, also for a grace retry whose seal does not open.
         if (tentative) return null;
         await storage.revokeGrant(record.grant_id);
         exchange.emit({ type: "refresh.reuse_detected", client_id: client.client_id, user_id: record.user_id, grant_id: record.grant_id });
@@ -97,9 +97,9 @@ export const refreshToken: Grant = defineGrant({
       return response;
     };
 
-    // On the instance that issued the token, its own copy saves a read. Only the store's rotation decides, and
-    // when the try fails in any way a store that answers could explain, the refresh is judged again from a fresh
-    // read: the answer is the one that read gives, and the try revoked nothing.
+    // On the instance that issued the token, its own copy saves a read. Only the store's rotation decides; when the try
+    // fails (that step, or any check with a 4xx), the refresh is judged again from a fresh read. So the answer is
+    // the one that read gives, and the try revoked nothing.
     const kept = await storage.findRefreshToken(hash, now, { beforeDecision: true });
     if (kept !== null && kept.rotated_at === undefined) {
       const response = await rotate(kept, true).catch((error: unknown) => {
@@ -109,7 +109,7 @@ export const refreshToken: Grant = defineGrant({
       if (response !== null) return response;
       return (await rotate(await storage.findRefreshToken(hash, now), false))!;
     }
-    // No copy: the store answered, and that answer is fresh.
+    // A spent token or none is the store's own answer (a copy is neither), so it is fresh.
     return (await rotate(kept, false))!;
   },
 });
