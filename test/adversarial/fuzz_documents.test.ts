@@ -92,7 +92,9 @@ test("a client_id URL: only its own document is fetched, and only a valid one le
     defaultScope: "read",
     clientMetadataDocuments: {
       enabled: true,
-      timeout: 50,
+      // Long enough for a valid gzip body to be decoded on a loaded CI machine (50 ms failed there once); the
+      // "hangs" answers wait it out, about 18 of them a run.
+      timeout: 400,
       // Every run names a new URL from one address: the ceiling is the subject of its own test.
       maxPerHour: 1_000_000,
       fetch: (request) => {
