@@ -15,6 +15,7 @@ import { sha256 } from "../sha256.ts";
 import type { ClientRecord, CodeRecord } from "../storage/types.ts";
 import type { TokenResponse } from "../tokens.ts";
 import { issueTokens } from "../issue_tokens.ts";
+import { judgeFromCopy } from "../storage/issued_records.ts";
 
 const invalidGrant = (description: string) => new OAuthError("invalid_grant", { description });
 const missing = (name: string) => new OAuthError("invalid_request", { description: `The ${name} parameter is required` });
@@ -110,19 +111,7 @@ export const authorizationCode: Grant = defineGrant({
       return response;
     };
 
-    // On the instance that issued the code, its own copy saves a read. Only the store's redemption decides; when the try
-    // fails (that step, or any check with a 4xx), the exchange is judged again from a fresh read. So the answer is
-    // the one that read gives, and the try revoked nothing.
-    const kept = await storage.findCode(hash, now, { beforeDecision: true });
-    if (kept !== null && kept.redeemed_at === undefined) {
-      const response = await redeem(kept, true).catch((error: unknown) => {
-        if (error instanceof OAuthError && error.status < 500) return null;
-        throw error;
-      });
-      if (response !== null) return response;
-      return (await redeem(await storage.findCode(hash, now), false))!;
-    }
-    // A spent code or none is the store's own answer (a copy is neither), so it is fresh.
-    return (await redeem(kept, false))!;
+    // On the instance that issued the code, its own copy saves a read; only the store's redemption decides.
+    return judgeFromCopy((read) => storage.findCode(hash, now, read), (record) => record.redeemed_at !== undefined, redeem);
   },
 });

@@ -15,6 +15,7 @@ import { narrowedResource, resourceIndicators } from "../features/resource_indic
 import { clientAllowsAll, refreshScope } from "../scope.ts";
 import { sha256 } from "../sha256.ts";
 import { issueTokens } from "../issue_tokens.ts";
+import { judgeFromCopy } from "../storage/issued_records.ts";
 import type { RefreshTokenRecord } from "../storage/types.ts";
 import type { TokenResponse } from "../tokens.ts";
 
@@ -97,19 +98,7 @@ export const refreshToken: Grant = defineGrant({
       return response;
     };
 
-    // On the instance that issued the token, its own copy saves a read. Only the store's rotation decides; when the try
-    // fails (that step, or any check with a 4xx), the refresh is judged again from a fresh read. So the answer is
-    // the one that read gives, and the try revoked nothing.
-    const kept = await storage.findRefreshToken(hash, now, { beforeDecision: true });
-    if (kept !== null && kept.rotated_at === undefined) {
-      const response = await rotate(kept, true).catch((error: unknown) => {
-        if (error instanceof OAuthError && error.status < 500) return null;
-        throw error;
-      });
-      if (response !== null) return response;
-      return (await rotate(await storage.findRefreshToken(hash, now), false))!;
-    }
-    // A spent token or none is the store's own answer (a copy is neither), so it is fresh.
-    return (await rotate(kept, false))!;
+    // On the instance that issued the token, its own copy saves a read; only the store's rotation decides.
+    return judgeFromCopy((read) => storage.findRefreshToken(hash, now, read), (record) => record.rotated_at !== undefined, rotate);
   },
 });

@@ -17,6 +17,7 @@
  */
 import { forwarding } from "./stale_reads.ts";
 import type { CodeRecord, IssuedTokens, ReadOptions, RefreshTokenRecord, Storage } from "./types.ts";
+import { OAuthError } from "../errors.ts";
 import { makeRoom } from "../evict.ts";
 
 /** Options of {@link issuedRecords}. */
@@ -102,4 +103,28 @@ export function issuedRecords(storage: Storage, options: IssuedRecordsOptions = 
     },
   };
   return Object.assign(forwarding(storage), overrides) as unknown as Storage;
+}
+
+/**
+ * How a grant spends a code or refresh token with a read that may be a copy: `judge` runs on the answer of
+ * `read({ beforeDecision: true })` and ends by spending the record through the store's atomic verb. While that
+ * record is unspent it may be a copy, so the run is `tentative`: when it answers null (the verb failed) or throws a
+ * 4xx, `judge` runs again on a fresh `read()`, whose answer stands. A spent record or none is the store's own
+ * answer (a copy is neither), so it is judged once. A tentative run must store and revoke nothing unless it wins.
+ */
+export async function judgeFromCopy<R, T>(
+  read: (options?: ReadOptions) => Promise<R | null>,
+  spent: (record: R) => boolean,
+  judge: (record: R | null, tentative: boolean) => Promise<T | null>,
+): Promise<T> {
+  const kept = await read({ beforeDecision: true });
+  if (kept !== null && !spent(kept)) {
+    const answer = await judge(kept, true).catch((error: unknown) => {
+      if (error instanceof OAuthError && error.status < 500) return null;
+      throw error;
+    });
+    if (answer !== null) return answer;
+    return (await judge(await read(), false))!;
+  }
+  return (await judge(kept, false))!;
 }
