@@ -667,12 +667,13 @@ export class SqlStorage implements Storage {
     let row: SqlRow | undefined;
     if (this.dialect === "postgres") {
       // `first`: this caller's rotation is the first (a retry's row names another successor). Only the first
-      // stores a refresh token, and drops the seal its predecessor kept.
+      // stores a refresh token, and drops the seal its predecessor kept; a predecessor with no seal (no grace
+      // window) is left alone, since an UPDATE that sets what is there still writes a row version.
       const rows = await this.run(
         `WITH won AS (${update}), first AS (SELECT replaces FROM won WHERE replaced_by IS NOT DISTINCT FROM ${replacedBy}), g AS (
            ${this.upsertGrant("SELECT grant_id, client_id, user_id, scope, resource FROM won", at, p.int(latestExpiry(next)))}
          ), a AS (${this.insertAccess(next, p, "g")})${next.refresh ? `, r AS (${this.insertRefresh(next.refresh, p, "g, first", old)})` : ""},
-         c AS (UPDATE oauth_refresh_tokens SET successor = NULL WHERE hash = (SELECT replaces FROM first))
+         c AS (UPDATE oauth_refresh_tokens SET successor = NULL WHERE hash = (SELECT replaces FROM first) AND successor IS NOT NULL)
          SELECT ${WON_REFRESH} AS j FROM won, g`,
         p.values,
       );

@@ -6,11 +6,11 @@ import process from "node:process";
 import pg from "pg";
 import postgres from "postgres";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
-import { sqlStorage, storageContract } from "../../mod.ts";
+import { type IssuedTokens, sqlStorage, storageContract } from "../../mod.ts";
 import { MIGRATIONS } from "../../lib/storage/sql_migrations.ts";
 import { type Database, type Skipped, started, startPostgres } from "../support/databases.ts";
 import { checkAgainstModel } from "../support/model.ts";
-import { sealsFollowTheChain } from "../support/seals.ts";
+import { pair, sealsFollowTheChain } from "../support/seals.ts";
 import { steadyLoad } from "../support/steady.ts";
 
 const server: Database | Skipped = await startPostgres();
@@ -31,6 +31,21 @@ describe.skipIf(!started(server))("storage contract: sqlStorage on PostgreSQL th
   test("a rotation drops the sealed successor its predecessor kept for the grace window", async () => {
     await sealsFollowTheChain(store(), async (hash) =>
       (await pool.query("SELECT successor FROM oauth_refresh_tokens WHERE hash = $1", [hash])).rows[0]?.successor ?? null);
+  });
+
+  test("without a grace window a rotation writes no new version of its predecessor's row", async () => {
+    // Nothing to drop: an UPDATE that sets a NULL seal to NULL would still write a row version (and its WAL).
+    const s = store();
+    const now = Date.now();
+    const id = `noseal-${now}-${Math.random().toString(36).slice(2)}`;
+    const [first, second, third] = ["1", "2", "3"].map((n) => pair(`${id}-${n}`, `g-${id}`, now)) as [IssuedTokens, IssuedTokens, IssuedTokens];
+    const version = async (hash: string) => (await pool.query("SELECT xmin::text AS v FROM oauth_refresh_tokens WHERE hash = $1", [hash])).rows[0]?.v;
+    await s.saveTokens(first, now);
+    expect(await s.rotateRefreshToken(first.refresh!.hash, second, now)).not.toBeNull();
+    const before = await version(first.refresh!.hash);
+    expect(await s.rotateRefreshToken(second.refresh!.hash, third, now + 1)).not.toBeNull();
+    expect(before).toBeDefined();
+    expect(await version(first.refresh!.hash), "the predecessor's row is untouched").toBe(before);
   });
 
   test("each statement is prepared once per connection, under a name of its own", async () => {

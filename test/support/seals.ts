@@ -5,7 +5,8 @@
 import { expect } from "vitest";
 import type { IssuedTokens, Storage } from "../../mod.ts";
 
-const pair = (n: string, grant: string, now: number): IssuedTokens => ({
+/** An access and a refresh token of `grant`, numbered `n`. */
+export const pair = (n: string, grant: string, now: number): IssuedTokens => ({
   access: { hash: `seal-at-${n}`, client_id: "c", user_id: "u", scope: "read", grant_id: grant, expires_at: now + 60_000 },
   refresh: { hash: `seal-rt-${n}`, client_id: "c", user_id: "u", scope: "read", grant_id: grant, expires_at: now + 120_000 },
 });
