@@ -73,6 +73,8 @@ export function redisStorage(options: RedisStorageOptions): RedisStorage {
 type Reply = unknown;
 const str = (value: Reply): string | undefined => (value === null || value === undefined ? undefined : String(value));
 const list = (value: Reply): Reply[] => (Array.isArray(value) ? value : []);
+/** Clients' `last_used_at` is written at most this often (types.ts: "at least 60 000 ms older"). */
+const LAST_USED_GRANULARITY = 60_000;
 
 function client(reply: Reply): ClientRecord | null {
   const [json, active, lastUsed] = list(reply).map(str);
@@ -111,6 +113,11 @@ export class RedisStorage implements Storage {
 
   /** The SHA-1 of each script, once computed (WebCrypto's digest is asynchronous); until then `eval` is used. */
   private shas: Partial<Record<ScriptName, string>> = {};
+  /**
+   * When this instance last had a script write each client's `last_used_at`: within a minute of that, the
+   * script is told not to read the client at all (one command fewer per token issued), as the SQL store does.
+   */
+  private readonly lastUsedWritten = new Map<string, number>();
 
   /** Prefer {@link redisStorage}. */
   constructor(options: RedisStorageOptions) {
@@ -121,9 +128,13 @@ export class RedisStorage implements Storage {
     if (options.evalsha) void scriptShas().then((shas) => (this.shas = shas), () => {});
   }
 
-  /** Runs a verb's script; a driver error becomes 503 `temporarily_unavailable`. */
-  private async run(name: ScriptName, now: number | undefined, args: string[]): Promise<Reply> {
-    const argv = [this.prefix, now === undefined ? "" : String(now), `${Math.trunc(this.clock())}:${this.margin}`, ...args];
+  /**
+   * Runs a verb's script; a driver error becomes 503 `temporarily_unavailable`. `touch`: the client whose
+   * `last_used_at` the script may write (the verbs that store tokens).
+   */
+  private async run(name: ScriptName, now: number | undefined, args: string[], touch?: string): Promise<Reply> {
+    const flag = touch === undefined || now === undefined ? "" : `:${this.touchFlag(touch, now)}`;
+    const argv = [this.prefix, now === undefined ? "" : String(now), `${Math.trunc(this.clock())}:${this.margin}${flag}`, ...args];
     const sha = this.shas[name];
     try {
       if (sha !== undefined) {
@@ -144,6 +155,15 @@ export class RedisStorage implements Storage {
     }
   }
 
+  /** "1" when a script storing tokens should touch the client: at most once a minute per client and instance. */
+  private touchFlag(clientId: string, now: number): string {
+    const written = this.lastUsedWritten.get(clientId);
+    if (written !== undefined && now - written < LAST_USED_GRANULARITY && now >= written) return "0";
+    this.lastUsedWritten.set(clientId, now);
+    if (this.lastUsedWritten.size > 10_000) this.lastUsedWritten.clear();
+    return "1";
+  }
+
   /** A client by id, or null. */
   async getClient(clientId: string): Promise<ClientRecord | null> {
     return client(await this.run("getClient", undefined, [clientId]));
@@ -153,6 +173,7 @@ export class RedisStorage implements Storage {
   async saveClient(record: ClientRecord): Promise<void> {
     const { active, last_used_at, ...rest } = record;
     await this.run("saveClient", undefined, [record.client_id, JSON.stringify(rest), active ? "1" : "0", last_used_at === undefined ? "" : String(last_used_at)]);
+    this.lastUsedWritten.delete(record.client_id);
   }
 
   /** Pauses or resumes a client; the updated record, or null. */
@@ -168,6 +189,7 @@ export class RedisStorage implements Storage {
   /** Revokes every grant of the client, deletes what was issued to it, then the client itself. */
   async deleteClient(clientId: string): Promise<boolean> {
     const [, existed] = list(await this.run("revokeClientGrants", undefined, [clientId, "1"]));
+    this.lastUsedWritten.delete(clientId);
     return Number(existed) > 0;
   }
 
@@ -197,13 +219,13 @@ export class RedisStorage implements Storage {
 
   /** Redeems a code for exactly one caller and stores that caller's tokens (see the module documentation). */
   async redeemCode(hash: string, tokens: IssuedTokens, now: number): Promise<CodeRecord | null> {
-    const json = str(await this.run("redeemCode", now, [hash, ...tokenArgs(tokens)]));
+    const json = str(await this.run("redeemCode", now, [hash, ...tokenArgs(tokens)], tokens.access.client_id));
     return json === undefined ? null : (JSON.parse(json) as CodeRecord);
   }
 
   /** Stores client_credentials tokens (and the grant of their refresh token), unless the grant is revoked. */
   async saveTokens(tokens: IssuedTokens, now: number): Promise<void> {
-    await this.run("saveTokens", now, tokenArgs(tokens));
+    await this.run("saveTokens", now, tokenArgs(tokens), tokens.access.client_id);
   }
 
   /** A live access token of a live grant, or null. */
@@ -219,7 +241,7 @@ export class RedisStorage implements Storage {
 
   /** Rotates a refresh token for exactly one caller, or for retries inside the grace window. */
   async rotateRefreshToken(hash: string, next: IssuedTokens, now: number, graceMs = 0): Promise<RefreshTokenRecord | null> {
-    return refresh(await this.run("rotateRefreshToken", now, [hash, String(graceMs), next.sealed ?? "", ...tokenArgs(next)]));
+    return refresh(await this.run("rotateRefreshToken", now, [hash, String(graceMs), next.sealed ?? "", ...tokenArgs(next)], next.access.client_id));
   }
 
   /** Revokes a grant: a tombstone first, then its codes and tokens are deleted. */
@@ -297,7 +319,7 @@ export class RedisStorage implements Storage {
 
   /** approved → redeemed once, with the winner's grant and tokens, in one script. */
   async redeemDeviceAuthorization(hash: string, tokens: IssuedTokens, now: number): Promise<DeviceAuthorizationRecord | null> {
-    return device(await this.run("redeemDevice", now, [hash, ...tokenArgs(tokens)]));
+    return device(await this.run("redeemDevice", now, [hash, ...tokenArgs(tokens)], tokens.access.client_id));
   }
 
   /** Nothing to do: every expiring key carries a TTL, and Redis drops it by itself. */

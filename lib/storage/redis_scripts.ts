@@ -42,10 +42,14 @@ local function generation(client)
 end
 `;
 
-/** {@link LOOKUP}, ARGV[3] "clock:margin" (the store's clock, the TTL margin), and the writers' helpers. */
+/**
+ * {@link LOOKUP}, ARGV[3] "clock:margin" or "clock:margin:touch" (the store's clock, the TTL margin, and "0" when
+ * this instance wrote the client's last_used_at within the minute, so that touch need not read it), and the
+ * writers' helpers.
+ */
 const PRELUDE = LOOKUP + `
-local clock, margin = string.match(ARGV[3], '^(%d+):(%d+)$')
-local CLOCK, SLACK = tonumber(clock), tonumber(margin)
+local clock, margin, touched = string.match(ARGV[3], '^(%d+):(%d+):?(%d*)$')
+local CLOCK, SLACK, TOUCH = tonumber(clock), tonumber(margin), touched ~= '0'
 local function px(expires)
   local t = tonumber(expires) - CLOCK
   if t < 0 then t = 0 end
@@ -61,6 +65,7 @@ local function index(zkey, member, expires)
   extend(zkey, expires)
 end
 local function touch(client)
+  if not TOUCH then return end
   local c = redis.call('HMGET', P .. 'client:' .. client, 'a', 'l')
   if not c[1] then return end
   local last = tonumber(c[2])
@@ -88,7 +93,8 @@ local function upsert_grant(id, json, client, user, expires)
   else
     redis.call('HSET', key, 'r', json, 'c', client, 'u', user, 'k', NOW, 'l', NOW, 'e', e)
   end
-  extend(key, e + GRANT_EXTRA)
+  -- Every write of a grant's key sets 'e' or 'x': with neither, the key is new and has no TTL to compare.
+  if g[3] then extend(key, e + GRANT_EXTRA) else redis.call('PEXPIRE', key, px(e + GRANT_EXTRA)) end
   if user ~= '' then index(P .. 'user:' .. user .. ':grants', id, e) end
   index(P .. 'client:' .. client .. ':grants', id, e)
   return true

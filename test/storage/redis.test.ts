@@ -52,6 +52,46 @@ describe.skipIf(!started(server))("storage contract: redisStorage through ioredi
     expect(await calls()).toMatchObject({ eval: 1, evalsha: 2 });
   });
 
+  test("storing tokens reads the client for its last_used_at once a minute per instance, and a new grant's TTL is set without reading it", async () => {
+    const prefix = `touch-${Date.now()}:`;
+    const one = redisStorage({ ...executor(), prefix });
+    const now = Date.now();
+    await one.saveClient({
+      client_id: "c", name: "c", type: "confidential", redirect_uris: [], scopes: ["read"], grant_types: ["client_credentials"],
+      client_credentials_refresh_token: false, active: true, created_at: now,
+    });
+    const calls = async () => {
+      const info = await redis.info("commandstats");
+      const of = (command: string) => Number(new RegExp(`cmdstat_${command}:calls=(\\d+)`).exec(info)?.[1] ?? 0);
+      return { hmget: of("hmget"), pttl: of("pttl"), pexpire: of("pexpire") };
+    };
+    const access = (hash: string, at: number) => ({ hash, client_id: "c", scope: "read", expires_at: at + 60_000 });
+    await one.saveTokens({ access: access("t1", now) }, now);
+    expect((await one.getClient("c"))?.last_used_at).toBe(now);
+    await redis.config("RESETSTAT");
+    await one.saveTokens({ access: access("t2", now + 1_000) }, now + 1_000);
+    expect(await calls()).toMatchObject({ hmget: 0 }); // this instance wrote it a second ago
+    await redis.config("RESETSTAT");
+    await one.saveTokens({ access: access("t3", now + 61_000) }, now + 61_000);
+    expect(await calls()).toMatchObject({ hmget: 1 });
+    expect((await one.getClient("c"))?.last_used_at).toBe(now + 61_000);
+    // Another instance has written nothing yet: it reads the client once, and finds it touched within the minute.
+    const other = redisStorage({ ...executor(), prefix });
+    await redis.config("RESETSTAT");
+    await other.saveTokens({ access: access("t4", now + 62_000) }, now + 62_000);
+    expect(await calls()).toMatchObject({ hmget: 1 });
+    expect((await one.getClient("c"))?.last_used_at).toBe(now + 61_000);
+
+    // A new grant: its key gets its TTL straight away; only the two indexes it joins are asked for theirs.
+    await redis.config("RESETSTAT");
+    await one.saveTokens({
+      access: { ...access("t5", now + 62_000), user_id: "u", grant_id: "g" },
+      refresh: { hash: "r5", client_id: "c", user_id: "u", scope: "read", grant_id: "g", expires_at: now + 86_400_000 },
+    }, now + 62_000);
+    expect(await calls()).toMatchObject({ pttl: 2 });
+    expect(await redis.pttl(`${prefix}grant:g`)).toBeGreaterThanOrEqual(await redis.pttl(`${prefix}rt:r5`));
+  });
+
   test("a rotation drops the sealed successor its predecessor kept for the grace window", async () => {
     await sealsFollowTheChain(store(), (hash) => redis.hget(`oauth:rt:${hash}`, "s"));
   });
