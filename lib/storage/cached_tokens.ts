@@ -41,12 +41,12 @@ const HARMLESS: ReadonlySet<keyof Storage> = new Set<keyof Storage>([
 
 /** A frozen copy: the store's own object (a memory store's) stays the store's. */
 function frozen(record: AccessTokenRecord): AccessTokenRecord {
-  const copy = { ...record };
-  for (const [name, value] of Object.entries(copy)) {
-    if (typeof value !== "object" || value === null) continue;
-    (copy as Record<string, unknown>)[name] = Object.freeze(Array.isArray(value) ? [...value] : { ...value });
+  const copy = { ...record } as Record<string, unknown>;
+  for (const name in copy) {
+    const value = copy[name];
+    if (typeof value === "object" && value !== null) copy[name] = Object.freeze(Array.isArray(value) ? [...value] : { ...value });
   }
-  return Object.freeze(copy);
+  return Object.freeze(copy) as unknown as AccessTokenRecord;
 }
 
 /** Wraps a store so that `findAccessToken` answers from a per-process cache (see the module for the bound). */
@@ -55,12 +55,16 @@ export function cachedTokens(storage: Storage, options: CachedTokensOptions = {}
   if (reads.off) return storage;
 
   const findAccessToken = (hash: string, now: number): Promise<AccessTokenRecord | null> => {
-    const load = () => storage.findAccessToken(hash, now).then((r) => r && frozen(r));
-    let entry = reads.read(hash, load);
-    // A record is never served past its token's expiry: the store is asked again (and answers null).
-    if (entry.value !== undefined && entry.value.expires_at <= now) entry = reads.load(hash, load);
-    if (entry.value !== undefined) return entry.record;
-    return entry.record.then((record) => (record !== null && record.expires_at > now ? record : null));
+    const entry = reads.fresh(hash);
+    if (entry !== undefined) {
+      const value = entry.value;
+      // A read still in flight began with an earlier `now`: its record is checked against this one.
+      if (value === undefined) return entry.record.then((record) => (record !== null && record.expires_at > now ? record : null));
+      // A record is never served past its token's expiry: the store is asked again (and answers null).
+      if (value.expires_at > now) return entry.record;
+    }
+    // A read begun here with this `now`: the store answers only a token live at `now`.
+    return reads.load(hash, () => storage.findAccessToken(hash, now), undefined, frozen).record;
   };
 
   /** A verb that may end tokens: the cache is emptied once the store has it, also of reads that began meanwhile. */

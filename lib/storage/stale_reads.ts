@@ -47,21 +47,35 @@ export class StaleReads<V> {
   /** The entry of `key` while it is within the bound (a clock that went back must not stretch it), else a new read. */
   read(key: string, load: () => Promise<V | null>): StaleEntry<V> {
     const now = this.clock();
-    const cached = this.entries.get(key);
-    if (cached && now - cached.at < this.maxAge && now >= cached.at) return cached;
-    return this.load(key, load, now);
+    return this.fresh(key, now) ?? this.load(key, load, now);
   }
 
-  /** A new read of `key`, replacing any entry; kept once it gives a record. */
-  load(key: string, load: () => Promise<V | null>, now: number = this.clock()): StaleEntry<V> {
-    const entry: StaleEntry<V> = { at: now, record: load() };
+  /** The entry of `key` while it is within the bound, else undefined. */
+  fresh(key: string, now: number = this.clock()): StaleEntry<V> | undefined {
+    const cached = this.entries.get(key);
+    return cached && now - cached.at < this.maxAge && now >= cached.at ? cached : undefined;
+  }
+
+  /**
+   * A new read of `key`, replacing any entry; kept once it gives a record (`keep` of it, when given). Its
+   * bookkeeping is part of the promise callers get, not a branch of its own: one promise per miss, not three.
+   */
+  load(key: string, load: () => Promise<V | null>, now: number = this.clock(), keep?: (record: V) => V): StaleEntry<V> {
+    const pending = load();
+    const entry = { at: now } as StaleEntry<V>;
     this.entries.delete(key);
     makeRoom(this.entries, this.maxEntries);
     this.entries.set(key, entry);
-    entry.record.then((record) => {
-      if (record !== null) entry.value = record;
-      else this.forget(key, entry);
-    }, () => this.forget(key, entry));
+    entry.record = pending.then((record) => {
+      if (record === null) {
+        this.forget(key, entry);
+        return null;
+      }
+      return (entry.value = keep === undefined ? record : keep(record));
+    }, (error: unknown) => {
+      this.forget(key, entry);
+      throw error;
+    });
     return entry;
   }
 

@@ -98,6 +98,24 @@ test("a cached record is never served past its token's expiry", async () => {
   expect(await check(b)).toBe(401);
 });
 
+test("a check that joins a read still in flight is judged at its own time, not the read's", async () => {
+  let now = Date.now();
+  const inner = memoryStorage({ clock: () => now });
+  let answer: () => void = () => {};
+  const slow = Object.create(inner) as Storage;
+  slow.findAccessToken = async (hash, at) => {
+    await new Promise<void>((resolve) => (answer = resolve));
+    return inner.findAccessToken(hash, at);
+  };
+  const storage = cachedTokens(slow, { maxAgeMs: 60_000, clock: () => now });
+  await inner.saveTokens({ access: { hash: "h", client_id: "c", scope: "read", expires_at: now + 1_000 } }, now);
+  const first = storage.findAccessToken("h", now); // live at its time
+  const second = storage.findAccessToken("h", now + 1_000); // joins that read: expired at its time
+  answer();
+  expect(await first).toMatchObject({ hash: "h" });
+  expect(await second).toBeNull();
+});
+
 test("an unknown token and a failed read are not cached", async () => {
   const { b, check, shared } = await twoInstances();
   const before = shared.reads();
