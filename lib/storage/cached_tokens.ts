@@ -10,7 +10,15 @@
  * revocation made by another instance or process takes effect here within `maxAgeMs`. A token that is not found
  * is never cached, so a token issued elsewhere works at once everywhere.
  *
- * Records are served as frozen copies (their lists and `act` too): every caller sees the same object.
+ * Kept records are served as frozen copies (their lists and `act` too): every caller sees the same object. A
+ * record read and not kept reaches its one caller as the store gave it, as without this wrapper.
+ *
+ * Only a token that comes back is kept: its record is cached from its second check within the bound (or once a
+ * record of it has been cached before). A token checked once is read and not kept. Keeping every token would
+ * make each one-off check pay for an entry, a promise and a frozen copy that live a whole bound and are then
+ * dropped unused: over HTTP, 20,000 tokens checked in turn cost 16 µs more server CPU per check (89 to 106) with
+ * the cache than without it; with this rule, 0 to 4. The tokens seen are marked in a fixed array of timestamps, so marking one allocates
+ * nothing; two tokens that share a slot only make a one-off token cached, never a record served longer.
  *
  * @module
  */
@@ -49,22 +57,54 @@ function frozen(record: AccessTokenRecord): AccessTokenRecord {
   return Object.freeze(copy) as unknown as AccessTokenRecord;
 }
 
+/**
+ * When each token was last checked without being kept, by a slot its hash picks: a token seen again within the
+ * bound is worth keeping. A slot shared by two tokens only admits one more record; it never lengthens a bound.
+ */
+class Doorkeeper {
+  private slots: Float64Array | undefined;
+  private readonly size: number;
+  private readonly maxAge: number;
+
+  constructor(maxAge: number, entries: number) {
+    this.maxAge = maxAge;
+    // Eight slots per entry kept, so that at a full cache of one-off tokens a slot is rarely taken already.
+    this.size = 2 ** Math.min(20, Math.max(10, Math.ceil(Math.log2(entries * 8))));
+  }
+
+  /** Whether `key` was seen within the bound before `now` (a clock that went back counts as not); marks it. */
+  seen(key: string, now: number): boolean {
+    const slots = (this.slots ??= new Float64Array(this.size).fill(-Infinity));
+    let h = 0x811c9dc5; // FNV-1a over the whole key: hashes are random, but a store's own keys may not be
+    for (let i = 0; i < key.length; i++) h = Math.imul(h ^ key.charCodeAt(i), 0x01000193);
+    const slot = (h >>> 0) & (this.size - 1);
+    const at = slots[slot]!;
+    slots[slot] = now;
+    return now - at < this.maxAge && now >= at;
+  }
+}
+
 /** Wraps a store so that `findAccessToken` answers from a per-process cache (see the module for the bound). */
 export function cachedTokens(storage: Storage, options: CachedTokensOptions = {}): Storage {
   const reads = new StaleReads<AccessTokenRecord>(options);
   if (reads.off) return storage;
+  const clock = options.clock ?? Date.now;
+  const door = new Doorkeeper(Math.max(0, options.maxAgeMs ?? 1000), Math.max(1, options.maxEntries ?? 10_000));
 
   const findAccessToken = (hash: string, now: number): Promise<AccessTokenRecord | null> => {
-    const entry = reads.fresh(hash);
-    if (entry !== undefined) {
+    const at = clock();
+    const entry = reads.entries.get(hash);
+    if (entry !== undefined && reads.fresh(hash, at) === entry) {
       const value = entry.value;
       // A read still in flight began with an earlier `now`: its record is checked against this one.
       if (value === undefined) return entry.record.then((record) => (record !== null && record.expires_at > now ? record : null));
       // A record is never served past its token's expiry: the store is asked again (and answers null).
       if (value.expires_at > now) return entry.record;
     }
-    // A read begun here with this `now`: the store answers only a token live at `now`.
-    return reads.load(hash, () => storage.findAccessToken(hash, now), undefined, frozen).record;
+    // A token kept before, or seen within the bound, is kept; a first sighting is only read. Either way the read
+    // begins here with this `now`, and the store answers only a token live at `now`.
+    if (entry === undefined && !door.seen(hash, at)) return storage.findAccessToken(hash, now);
+    return reads.load(hash, () => storage.findAccessToken(hash, now), at, frozen).record;
   };
 
   /** A verb that may end tokens: the cache is emptied once the store has it, also of reads that began meanwhile. */

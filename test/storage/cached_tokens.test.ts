@@ -57,20 +57,32 @@ async function twoInstances(maxAgeMs = 5000, accessTokenSeconds = 3600) {
   return { a, b, issue, check, revoke, shared, advance: (ms: number) => (now += ms) };
 }
 
-test("Bearer checks with one token read the store once per bound, not once per call", async () => {
+test("Bearer checks with one token read the store once per bound once it comes back, not once per call", async () => {
   const { b, check, shared, advance } = await twoInstances(1000);
   const before = shared.reads();
-  for (let i = 0; i < 20; i++) expect(await check(b)).toBe(200);
-  expect(shared.reads() - before).toBe(1);
-  advance(1000);
   expect(await check(b)).toBe(200);
-  expect(shared.reads() - before).toBe(2);
+  expect(shared.reads() - before).toBe(1); // a first check is read and not kept
+  for (let i = 0; i < 20; i++) expect(await check(b)).toBe(200);
+  expect(shared.reads() - before).toBe(2); // back within the bound: kept
+  advance(1000);
+  for (let i = 0; i < 20; i++) expect(await check(b)).toBe(200);
+  expect(shared.reads() - before).toBe(3); // kept before: kept again at once
+});
+
+test("tokens checked once each are read every time and never kept", async () => {
+  const { b, issue, check, shared, advance } = await twoInstances(1000);
+  const tokens = [];
+  for (let i = 0; i < 5; i++) tokens.push(await issue());
+  const before = shared.reads();
+  for (const token of tokens) expect(await check(b, token)).toBe(200);
+  advance(1000); // past the bound: a token that comes back now counts as a first check again
+  for (const token of tokens) expect(await check(b, token)).toBe(200);
+  expect(shared.reads() - before).toBe(10);
 });
 
 test("a revocation takes effect at once on the instance that made it, and within the bound on the other", async () => {
   const { a, b, check, revoke, advance } = await twoInstances(5000);
-  expect(await check(a)).toBe(200);
-  expect(await check(b)).toBe(200); // both have the record now
+  for (const server of [a, a, b, b]) expect(await check(server)).toBe(200); // both keep the record now
   await revoke(a);
   expect(await check(a)).toBe(401);
   advance(4999);
@@ -82,8 +94,10 @@ test("a revocation takes effect at once on the instance that made it, and within
 test("revoking a client's grants or deleting the client empties this instance's cache at once", async () => {
   const { a, issue, check } = await twoInstances(60_000);
   const second = await issue();
-  expect(await check(a)).toBe(200);
-  expect(await check(a, second)).toBe(200);
+  for (let i = 0; i < 2; i++) {
+    expect(await check(a)).toBe(200);
+    expect(await check(a, second)).toBe(200); // kept from the second check
+  }
   await a.storage.revokeClientGrants("backend");
   expect(await check(a)).toBe(401);
   expect(await check(a, second)).toBe(401);
@@ -109,7 +123,10 @@ test("a check that joins a read still in flight is judged at its own time, not t
   };
   const storage = cachedTokens(slow, { maxAgeMs: 60_000, clock: () => now });
   await inner.saveTokens({ access: { hash: "h", client_id: "c", scope: "read", expires_at: now + 1_000 } }, now);
-  const first = storage.findAccessToken("h", now); // live at its time
+  const once = storage.findAccessToken("h", now); // a first check: read, not kept
+  answer();
+  await once;
+  const first = storage.findAccessToken("h", now); // back: kept, and live at its time
   const second = storage.findAccessToken("h", now + 1_000); // joins that read: expired at its time
   answer();
   expect(await first).toMatchObject({ hash: "h" });
@@ -141,6 +158,7 @@ test("a read that raced a revocation on the same instance is not served afterwar
   await server.clients.register({ client_id: "backend", client_secret: SECRET, name: "Backend", type: "confidential", scopes: ["read"], grant_types: ["client_credentials"] });
   const token = ((await (await server.fetch(new Request("https://as.example/token", { method: "POST", body: BODY }))).json()) as { access_token: string }).access_token;
   const check = () => server.verifyAuthorization(`Bearer ${token}`).then(() => 200, (e: { status: number }) => e.status);
+  expect(await check()).toBe(200); // seen once: the next read is kept
   const revoking = server.fetch(new Request("https://as.example/revoke", {
     method: "POST",
     body: new URLSearchParams({ token, client_id: "backend", client_secret: SECRET }),
@@ -152,16 +170,18 @@ test("a read that raced a revocation on the same instance is not served afterwar
   expect(await check()).toBe(401);
 });
 
-test("every caller gets the same frozen copy, not the store's own object", async () => {
+test("every caller of a kept record gets the same frozen copy, not the store's own object", async () => {
   // A store that hands out its own record object (as an in-process store may): it must stay the store's.
   const now = Date.now();
   const own = { hash: "h1", client_id: "c", scope: "read", resource: ["https://api.example"], expires_at: now + 60_000 };
   const store = Object.create(memoryStorage()) as Storage;
   store.findAccessToken = () => Promise.resolve(own);
   const cached = cachedTokens(store);
+  const once = (await cached.findAccessToken("h1", now))!; // a first check: read, not kept
   const first = (await cached.findAccessToken("h1", now))!;
   const second = (await cached.findAccessToken("h1", now))!;
   expect(second).toBe(first);
+  expect(once).toBe(own); // its one caller gets what the store gave, as without the cache
   expect(Object.isFrozen(first) && Object.isFrozen(first.resource)).toBe(true);
   expect(() => first.resource!.push("https://evil.example")).toThrow();
   expect(Object.isFrozen(own) || Object.isFrozen(own.resource)).toBe(false);
