@@ -53,7 +53,12 @@ export class StaleReads<V> {
   /** The entry of `key` while it is within the bound, else undefined. */
   fresh(key: string, now: number = this.clock()): StaleEntry<V> | undefined {
     const cached = this.entries.get(key);
-    return cached && now - cached.at < this.maxAge && now >= cached.at ? cached : undefined;
+    return cached !== undefined && this.within(cached, now) ? cached : undefined;
+  }
+
+  /** Whether `entry` is within the bound at `now`. */
+  within(entry: StaleEntry<V>, now: number): boolean {
+    return now - entry.at < this.maxAge && now >= entry.at;
   }
 
   /**
