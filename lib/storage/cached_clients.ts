@@ -12,6 +12,7 @@
  *
  * @module
  */
+import { LAST_USED_GRANULARITY } from "./last_used.ts";
 import { forwarding, StaleReads } from "./stale_reads.ts";
 import type { ClientRecord, Storage } from "./types.ts";
 
@@ -25,8 +26,6 @@ export interface CachedClientsOptions {
   clock?: () => number;
 }
 
-/** How often a store writes a client's `last_used_at` (types.ts, `saveTokens`). */
-const LAST_USED_GRANULARITY = 60_000;
 
 /** Wraps a store so that `getClient` answers from a per-process cache (see the module for the bound). */
 export function cachedClients(storage: Storage, options: CachedClientsOptions = {}): Storage {

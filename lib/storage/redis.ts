@@ -22,6 +22,7 @@
  */
 import { OAuthError } from "../errors.ts";
 import { type ScriptName, SCRIPTS } from "./redis_scripts.ts";
+import { LastUsedWrites } from "./last_used.ts";
 import type {
   AccessTokenRecord,
   ClientRecord,
@@ -73,8 +74,6 @@ export function redisStorage(options: RedisStorageOptions): RedisStorage {
 type Reply = unknown;
 const str = (value: Reply): string | undefined => (value === null || value === undefined ? undefined : String(value));
 const list = (value: Reply): Reply[] => (Array.isArray(value) ? value : []);
-/** Clients' `last_used_at` is written at most this often (types.ts: "at least 60 000 ms older"). */
-const LAST_USED_GRANULARITY = 60_000;
 
 function client(reply: Reply): ClientRecord | null {
   const [json, active, lastUsed] = list(reply).map(str);
@@ -117,7 +116,7 @@ export class RedisStorage implements Storage {
    * When this instance last had a script write each client's `last_used_at`: within a minute of that, the
    * script is told not to read the client at all (one command fewer per token issued), as the SQL store does.
    */
-  private readonly lastUsedWritten = new Map<string, number>();
+  private readonly lastUsed = new LastUsedWrites();
 
   /** Prefer {@link redisStorage}. */
   constructor(options: RedisStorageOptions) {
@@ -133,7 +132,7 @@ export class RedisStorage implements Storage {
    * `last_used_at` the script may write (the verbs that store tokens).
    */
   private async run(name: ScriptName, now: number | undefined, args: string[], touch?: string): Promise<Reply> {
-    const flag = touch === undefined || now === undefined ? "" : `:${this.touchFlag(touch, now)}`;
+    const flag = touch === undefined || now === undefined ? "" : `:${this.lastUsed.due(touch, now) ? "1" : "0"}`;
     const argv = [this.prefix, now === undefined ? "" : String(now), `${Math.trunc(this.clock())}:${this.margin}${flag}`, ...args];
     const sha = this.shas[name];
     try {
@@ -155,15 +154,6 @@ export class RedisStorage implements Storage {
     }
   }
 
-  /** "1" when a script storing tokens should touch the client: at most once a minute per client and instance. */
-  private touchFlag(clientId: string, now: number): string {
-    const written = this.lastUsedWritten.get(clientId);
-    if (written !== undefined && now - written < LAST_USED_GRANULARITY && now >= written) return "0";
-    this.lastUsedWritten.set(clientId, now);
-    if (this.lastUsedWritten.size > 10_000) this.lastUsedWritten.clear();
-    return "1";
-  }
-
   /** A client by id, or null. */
   async getClient(clientId: string): Promise<ClientRecord | null> {
     return client(await this.run("getClient", undefined, [clientId]));
@@ -173,7 +163,7 @@ export class RedisStorage implements Storage {
   async saveClient(record: ClientRecord): Promise<void> {
     const { active, last_used_at, ...rest } = record;
     await this.run("saveClient", undefined, [record.client_id, JSON.stringify(rest), active ? "1" : "0", last_used_at === undefined ? "" : String(last_used_at)]);
-    this.lastUsedWritten.delete(record.client_id);
+    this.lastUsed.forget(record.client_id);
   }
 
   /** Pauses or resumes a client; the updated record, or null. */
@@ -189,7 +179,7 @@ export class RedisStorage implements Storage {
   /** Revokes every grant of the client, deletes what was issued to it, then the client itself. */
   async deleteClient(clientId: string): Promise<boolean> {
     const [, existed] = list(await this.run("revokeClientGrants", undefined, [clientId, "1"]));
-    this.lastUsedWritten.delete(clientId);
+    this.lastUsed.forget(clientId);
     return Number(existed) > 0;
   }
 

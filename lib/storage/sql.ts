@@ -30,6 +30,7 @@
 import { OAuthError } from "../errors.ts";
 import { sha256 } from "../sha256.ts";
 import { migrate } from "./sql_migrations.ts";
+import { LAST_USED_GRANULARITY, LastUsedWrites } from "./last_used.ts";
 import type {
   AccessTokenRecord,
   ClientRecord,
@@ -105,8 +106,6 @@ const wonArray = (columns: string): string => `json_build_array(${columns.split(
 const WON_CODE = wonArray(CODE_COLUMNS);
 const ROTATED_COLUMNS = `${REFRESH_COLUMNS}, successor, replaces`;
 const WON_REFRESH = wonArray(ROTATED_COLUMNS);
-/** Clients' `last_used_at` is written at most this often (types.ts: "at least 60 000 ms older"). */
-const LAST_USED_GRANULARITY = 60_000;
 /** Rows deleted per statement by purgeExpired, so that a purge never holds the database for long. */
 const PURGE_BATCH = 1000;
 /** Statement texts remembered with their name (the store writes a few dozen distinct ones). */
@@ -269,7 +268,7 @@ export class SqlStorage implements Storage {
   private ready: Promise<unknown> | undefined;
   private migrated = false;
   /** When this instance last wrote each client's `last_used_at`, to keep that write off the hot path. */
-  private readonly lastUsedWritten = new Map<string, number>();
+  private readonly lastUsed = new LastUsedWrites();
   /** Each statement text written so far, in the dialect's placeholders, with its name. */
   private readonly statements = new Map<string, Prepared>();
 
@@ -367,7 +366,7 @@ export class SqlStorage implements Storage {
          origin = excluded.origin, created_at = excluded.created_at, last_used_at = excluded.last_used_at`,
       p.values,
     );
-    this.lastUsedWritten.delete(client.client_id);
+    this.lastUsed.forget(client.client_id);
   }
 
   /** Pauses or resumes a client; the updated record, or null. */
@@ -392,7 +391,7 @@ export class SqlStorage implements Storage {
     await this.revokeClientGrants(clientId);
     const p = this.params();
     const rows = await this.run(`DELETE FROM oauth_clients WHERE client_id = ${p.text(clientId)} RETURNING client_id`, p.values);
-    this.lastUsedWritten.delete(clientId);
+    this.lastUsed.forget(clientId);
     return rows.length > 0;
   }
 
@@ -414,10 +413,7 @@ export class SqlStorage implements Storage {
 
   /** Sets the client's `last_used_at`, at most once a minute per client and instance (types.ts allows lag). */
   private async touchClient(clientId: string, now: number): Promise<void> {
-    const written = this.lastUsedWritten.get(clientId);
-    if (written !== undefined && now - written < LAST_USED_GRANULARITY && now >= written) return;
-    this.lastUsedWritten.set(clientId, now);
-    if (this.lastUsedWritten.size > 10_000) this.lastUsedWritten.clear();
+    if (!this.lastUsed.due(clientId, now)) return;
     const p = this.params();
     await this.run(
       `UPDATE oauth_clients SET last_used_at = ${p.int(now)} WHERE client_id = ${p.text(clientId)}
