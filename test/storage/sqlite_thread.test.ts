@@ -4,6 +4,7 @@
 // it bounded. Node and Deno (node:sqlite), Bun (bun:sqlite).
 import { existsSync, mkdtempSync, rmSync, statSync } from "node:fs";
 import { tmpdir } from "node:os";
+import { setImmediate } from "node:timers";
 import { join } from "node:path";
 import { afterAll, describe, expect, test } from "vitest";
 import { sqlStorage, storageContract } from "../../mod.ts";
@@ -72,6 +73,40 @@ test("a failing statement rejects that call only; the thread goes on; after clos
   expect(failed).toMatchObject({ status: "rejected" });
   await executor.close();
   expect(await outcome(executor.query("SELECT 1", []))).toMatch(/stopped/);
+});
+
+test("statements sent from separate callbacks of one turn of the event loop cross to the thread in one message", async () => {
+  const executor = await open();
+  await executor.query("SELECT 1", []);
+  // Counted at the runtime's Worker: a server handles each request in a callback of its own, as these run (the
+  // callbacks of one phase of the loop; timers of one delay may straddle a millisecond, and so two turns).
+  const { Worker } = await import("node:worker_threads");
+  const post = Worker.prototype.postMessage;
+  let batches = 0;
+  Worker.prototype.postMessage = function (this: InstanceType<typeof Worker>, message: unknown, ...rest: unknown[]) {
+    if (Array.isArray(message)) batches++;
+    return (post as (...args: unknown[]) => void).call(this, message, ...rest);
+  };
+  try {
+    const sent = await new Promise<Promise<readonly Record<string, unknown>[]>[]>((resolve) => {
+      const calls: Promise<readonly Record<string, unknown>[]>[] = [];
+      for (let i = 0; i < 20; i++) setImmediate(() => void calls.push(Promise.resolve(executor.query("SELECT ?1 AS n", [i]))));
+      setImmediate(() => resolve(calls));
+    });
+    const rows = await Promise.all(sent);
+    expect(rows.map((r) => Number(r[0]!.n))).toEqual(Array.from({ length: 20 }, (_, i) => i));
+    expect(batches).toBe(1);
+  } finally {
+    Worker.prototype.postMessage = post;
+  }
+});
+
+test("close() answers the statements sent in the same turn before it stops the thread", async () => {
+  const executor = await open();
+  await executor.query("SELECT 1", []);
+  const last = Promise.resolve(executor.query("SELECT 5 AS five", []));
+  await executor.close();
+  expect(await last).toEqual([{ five: 5 }]);
 });
 
 test("the checkpointer thread copies the WAL into the database file, which the serving connection alone would not yet do", async () => {
