@@ -7,11 +7,11 @@
  * Statements go over in batches (every statement queued in one turn of the event loop, in one message) and run
  * in order, one at a time, each prepared once; each verb that decides a race is one statement, so atomicity is
  * the same as on the request thread. Rows come back in one message per batch. A batch is sent from `setImmediate`,
- * after the loop has run the callbacks of every socket that was ready: a server handles each request in a callback
- * of its own, and a flush from a microtask (the end of that callback) sent one message per statement. A message
- * to the thread and its answer cost the two threads some 60 µs of CPU (measured with node:sqlite on 2 cores);
- * under the bench's load a batch now holds about 11 statements (1.00 before), and a Bearer check that reads the
- * file went from 150-180 µs of server CPU to 105.
+ * once the loop has run the callbacks of every socket that was ready: a server handles each request in a callback
+ * of its own, so a flush from a microtask (the end of that callback) would send one message per statement, and a
+ * message to the thread and its answer cost the two threads some 60 µs of CPU (node:sqlite, 2 cores). Under the
+ * bench's load a batch holds about 11 statements, and a Bearer check that reads the file costs 105 µs of server
+ * CPU instead of 156 to 180 (lib/storage/README.md, "One message per turn").
  *
  * A file (not `:memory:`) gets a second thread, the checkpointer (`sqlite_checkpointer.ts`): the serving connection
  * then never checkpoints in normal operation, and so never syncs the disk on a statement's way.

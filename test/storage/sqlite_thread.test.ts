@@ -1,11 +1,12 @@
 // The reference server's SQLite file on a thread of its own (lib/cli/sqlite_worker.ts, through the runtime's
 // drivers): the storage contract holds through it, a long statement leaves the request thread free, a failed statement
-// is one rejected call, close() ends the thread, and the checkpointer thread brings the WAL into the file and keeps
-// it bounded. Node and Deno (node:sqlite), Bun (bun:sqlite).
+// is one rejected call, the statements of one turn of the event loop cross in one message, close() answers what was
+// sent before it and ends the thread, and the checkpointer thread brings the WAL into the file and keeps it bounded.
+// Node and Deno (node:sqlite), Bun (bun:sqlite).
 import { existsSync, mkdtempSync, rmSync, statSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { setImmediate } from "node:timers";
 import { join } from "node:path";
+import { setImmediate } from "node:timers";
 import { afterAll, describe, expect, test } from "vitest";
 import { sqlStorage, storageContract } from "../../mod.ts";
 import { bunDrivers, nodeDrivers } from "../../lib/cli/drivers.ts";
