@@ -47,13 +47,8 @@ export class StaleReads<V> {
   /** The entry of `key` while it is within the bound (a clock that went back must not stretch it), else a new read. */
   read(key: string, load: () => Promise<V | null>): StaleEntry<V> {
     const now = this.clock();
-    return this.fresh(key, now) ?? this.load(key, load, now);
-  }
-
-  /** The entry of `key` while it is within the bound, else undefined. */
-  fresh(key: string, now: number = this.clock()): StaleEntry<V> | undefined {
     const cached = this.entries.get(key);
-    return cached !== undefined && this.within(cached, now) ? cached : undefined;
+    return cached !== undefined && this.within(cached, now) ? cached : this.load(key, load, now);
   }
 
   /** Whether `entry` is within the bound at `now`. */
