@@ -9,7 +9,8 @@
  * - @node-oauth/oauth2-server (`peer_node_oauth.ts`) and oidc-provider (`peer_oidc_provider.ts`) on memory,
  *   PostgreSQL and Redis, each with a minimal adapter written for the bench (`peer_adapters.ts`);
  * - the limit (`serve_limit.ts`) of SQLite, PostgreSQL and Redis: per request, the round trips this project's
- *   operation takes on that store, each the cheapest single statement of its kind, no OAuth work.
+ *   operation takes on that store, each the cheapest single statement of its kind, no OAuth work; of memory, a
+ *   bare HTTP server.
  *
  * PostgreSQL (with `pg_stat_statements`) and Redis are started for the run on 127.0.0.1, with nothing written for
  * durability (fsync off, no AOF): the rows measure CPU and round trips, not disks. Per row and request:
@@ -55,12 +56,12 @@ const FILES: Record<DurableServer, string> = {
   "oidc-provider": "peer_oidc_provider.ts",
   limit: "serve_limit.ts",
 };
-/** Where each server runs: the peers have no SQLite adapter, the limit is a database's. */
+/** Where each server runs: the peers have no SQLite adapter; the limit of memory is a bare HTTP server. */
 const STORES: Record<DurableServer, readonly DurableStore[]> = {
   project: ["memory", "sqlite", "postgres", "redis"],
   "node-oauth": ["memory", "postgres", "redis"],
   "oidc-provider": ["memory", "postgres", "redis"],
-  limit: ["sqlite", "postgres", "redis"],
+  limit: ["memory", "sqlite", "postgres", "redis"],
 };
 
 /** Options of {@link runDurable}. */
@@ -90,7 +91,7 @@ export interface DurableRow {
   db_cpu_us?: number;
   /** This project's rows: rate ÷ this project's memory row; limit and peer rows: none. */
   ratio_memory?: number;
-  /** This project's durable rows: rate ÷ the limit row of the same store and operation. */
+  /** This project's and the peers' rows: rate ÷ the limit row of the same store and operation. */
   of_limit?: number;
   /** This project's rows: rate ÷ each peer's row of the same store and operation. */
   vs?: Partial<Record<DurableServer, number>>;
@@ -306,7 +307,8 @@ export async function runDurable(options: DurableOptions, start: Starter, log: (
       for (const op of options.ops) {
         const t = tallies.get(keyOf(own, op));
         const perRequest = t && t.count > 0 ? Math.round(t.trips / t.count) : 1;
-        const writes = isBearer(op) ? 0 : 1;
+        // A row with no round trip (the memory store's) gets none: its limit is a bare HTTP server.
+        const writes = isBearer(op) ? 0 : Math.min(1, perRequest);
         plans.set(`${store}/${op}`, { reads: Math.max(0, perRequest - writes), writes });
       }
     }
@@ -357,12 +359,14 @@ export async function runDurable(options: DurableOptions, start: Starter, log: (
     // moves one sample, not the verdict.
     const ratio = (mine: number[], other: number[] | undefined) => other && round(median(mine.map((rate, r) => rate / other[r]!)), 2);
     for (const row of rows) {
-      if (row.server !== "project") continue;
-      const mine = rates("project", row.store, row.op)!;
-      const memory = ratio(mine, rates("project", "memory", row.op));
-      if (memory !== undefined) row.ratio_memory = memory;
+      if (row.server === "limit") continue;
+      const mine = rates(row.server, row.store, row.op)!;
+      // The peers' fraction of the same limit: how near each server comes to what one driver call costs.
       const limit = ratio(mine, rates("limit", row.store, row.op));
       if (limit !== undefined) row.of_limit = limit;
+      if (row.server !== "project") continue;
+      const memory = ratio(mine, rates("project", "memory", row.op));
+      if (memory !== undefined) row.ratio_memory = memory;
       for (const peer of ["node-oauth", "oidc-provider"] as const) {
         const vs = ratio(mine, rates(peer, row.store, row.op));
         if (vs !== undefined) (row.vs ??= {})[peer] = vs;

@@ -6,7 +6,10 @@
  * - a read: a primary-key SELECT of one small row (PostgreSQL, SQLite), a one-key GET script by EVALSHA (Redis);
  * - a write: a one-row INSERT of a new key (PostgreSQL, SQLite), a one-key SET script with a TTL (Redis).
  *
- *   node serve_limit.js --store sqlite:PATH|postgres://…|redis://… [--pool 10]
+ * On `memory` it has no database: a bare Node HTTP server answering the same constant, the limit of a row with
+ * no round trip (the memory rows, for this project and the peers alike).
+ *
+ *   node serve_limit.js --store memory|sqlite:PATH|postgres://…|redis://… [--pool 10]
  *
  * The token port answers `POST /token?r=R&w=W` (R reads, then W writes, one after the other as a request's
  * round trips are) with the bare handler's constant JSON; the resource port answers `GET /?r=R` the same way.
@@ -48,8 +51,12 @@ if (kind === "postgres") {
   await executor.query("INSERT OR IGNORE INTO bench_limit_r VALUES ('k', 'v')", []);
   read = () => executor.query("SELECT v FROM bench_limit_r WHERE k = ?1", ["k"]);
   write = () => executor.query("INSERT INTO bench_limit_w (k, v, e) VALUES (?1, ?2, ?3)", [key(), "v", Date.now()]);
+} else if (kind === "memory") {
+  read = write = () => {
+    throw new Error("the memory limit makes no round trip");
+  };
 } else {
-  throw new Error("the limit server runs on a database: sqlite:PATH, postgres://… or redis://…");
+  throw new Error("the limit server runs on memory, sqlite:PATH, postgres://… or redis://…");
 }
 
 const headers = { ...BARE_HEADERS, "content-length": String(Buffer.byteLength(BARE_BODY)) };
