@@ -215,6 +215,12 @@ export async function runDurable(options: DurableOptions, start: Starter, log: (
     const project = (store: DurableStore) => running.find((r) => r.server === "project" && r.store === store);
     /** Reads and writes per request of each limit row: this project's round trips on that store. */
     const plans = new Map<string, { reads: number; writes: number }>();
+    /**
+     * A limit row's plan. Without this project's row to copy (not in `--durable-servers`): a read, and a write for
+     * a token operation; none on memory.
+     */
+    const planOf = (store: DurableStore, op: DurableOp) =>
+      plans.get(`${store}/${op}`) ?? (store === "memory" ? { reads: 0, writes: 0 } : { reads: 1, writes: isBearer(op) ? 0 : 1 });
     const tallies = new Map<string, Tally>();
     const manyTokens = new Map<Running, string[]>();
     const keyOf = (run: Running, op: DurableOp) => `${run.server}/${run.store}/${op}`;
@@ -222,7 +228,7 @@ export async function runDurable(options: DurableOptions, start: Starter, log: (
     /** One load of one row: `seconds` of requests after `warmup` seconds of the same. */
     const measureRow = async (run: Running, op: DurableOp, seconds: number, warmup: number): Promise<void> => {
       const limit = run.server === "limit";
-      const plan = limit ? plans.get(`${run.store}/${op}`) ?? { reads: 1, writes: isBearer(op) ? 0 : 1 } : undefined;
+      const plan = limit ? planOf(run.store, op) : undefined;
       const query = plan ? `?r=${plan.reads}&w=${plan.writes}` : "";
       const tokenPath = DURABLE_TOKEN_PATH + query;
       let spec: LoadRequest | (() => LoadRequest | undefined);
@@ -348,7 +354,7 @@ export async function runDurable(options: DurableOptions, start: Starter, log: (
         row.db = round(t.db / t.count, 2);
         row.db_cpu_us = round((t.dbCpu * 1e6) / t.count, 1);
       } else if (run.store === "sqlite") row.trips = round(t.trips / t.count, 2);
-      if (run.server === "limit") row.plan = plans.get(`${run.store}/${op}`)!;
+      if (run.server === "limit") row.plan = planOf(run.store, op);
       return row;
     });
     const rates = (server: DurableServer, store: DurableStore, op: DurableOp) => {
