@@ -46,6 +46,7 @@ export const EXCEPTIONS: readonly Exception[] = [
   { path: "storage/dpop.test.ts", skip: NOT_NODE22, why: "starts PostgreSQL and Redis, races server instances in racer processes" },
   { path: "storage/device_races.test.ts", skip: NOT_NODE22, why: "races racer processes on real databases" },
   { path: "storage/outage.test.ts", skip: NOT_NODE22, why: "stops and restarts real database servers" },
+  { path: "storage/redis_resend.test.ts", skip: NOT_NODE22, why: "pauses a real Redis server and kills its connections" },
   { path: "storage/model.test.ts", skip: NODE_ONLY, why: "random verb sequences with fast-check, like the adversarial suite" },
   { path: "storage/bun_drivers.test.ts", skip: ["deno"], why: "Bun's own SQL and Redis clients (it skips itself elsewhere)" },
 ];

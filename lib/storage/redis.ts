@@ -63,7 +63,9 @@ export interface RedisStorageOptions extends RedisExecutor {
  * @example
  * ```ts
  * import Redis from "ioredis";
- * const redis = new Redis(process.env.REDIS_URL);
+ * // Fail a call while disconnected (503), and never resend a script after a reconnect: with ioredis's
+ * // defaults a resent code redemption or rotation would lose to its own first run and revoke the grant.
+ * const redis = new Redis(process.env.REDIS_URL, { enableOfflineQueue: false, maxRetriesPerRequest: 0 });
  * const storage = redisStorage({ eval: (s, k, a) => redis.eval(s, k.length, ...k, ...a) as Promise<unknown> });
  * ```
  */
