@@ -31,7 +31,7 @@ import { Redis } from "ioredis";
 import { type Database, started, startPostgres, startRedis } from "../support/databases.ts";
 import { DURABLE_TOKEN_PATH } from "./durable_server.ts";
 import { CLIENT_CREDENTIALS_BODY, codeExchangeBody, refreshBody } from "./fixture.ts";
-import { cpuSeconds, firstLine, type LoadRequest, loadRequests, type LoadResult, stop } from "./load.ts";
+import { cpuSeconds, firstLine, type LoadRequest, loadRequests, type LoadResult, stop, whenPoolDry } from "./load.ts";
 import { type Measurement, round, Samples } from "./stats.ts";
 
 /** The servers of the section. */
@@ -50,6 +50,12 @@ export const DURABLE_OPS: readonly DurableOp[] = ["client_credentials", "authori
 const isBearer = (op: DurableOp): boolean => op === "bearer" || op === "bearer_many";
 /** Tokens of a `bearer_many` row: more than the cache keeps (10,000), none back within its bound (1 s). */
 const MANY_TOKENS = 20_000;
+/**
+ * Codes in a pool of the code exchange row: within what this project's `issuedRecords` keeps for sure (the newest
+ * three quarters of its 10,000), so that a code is redeemed as on a deployment's instance that issued it a few
+ * seconds before. A code issued elsewhere takes a read first (`serve_store.ts --issued-entries 0`).
+ */
+const CODE_POOL = 7_500;
 const FILES: Record<DurableServer, string> = {
   project: "serve_store.ts",
   "node-oauth": "peer_node_oauth.ts",
@@ -234,6 +240,7 @@ export async function runDurable(options: DurableOptions, start: Starter, log: (
       let spec: LoadRequest | (() => LoadRequest | undefined);
       let port = run.ready.port;
       let onResponse: ((status: number, body: string) => void) | undefined;
+      let fill: ((seconds: number) => Promise<void>) | undefined;
       if (op === "client_credentials" || (limit && !isBearer(op))) {
         spec = { path: tokenPath, body: op === "refresh_token" ? refreshBody("x") : op === "authorization_code" ? codeExchangeBody("x") : CLIENT_CREDENTIALS_BODY };
       } else if (isBearer(op)) {
@@ -251,12 +258,15 @@ export async function runDurable(options: DurableOptions, start: Starter, log: (
           spec = () => ({ method: "GET", path: "/", headers: { authorization: `Bearer ${tokens[Math.floor(Math.random() * tokens.length)]}` } });
         }
       } else if (op === "authorization_code") {
-        // Each code is sent once; the pool is sized from the last rate seen (a dry pool ends the run early, and
-        // its rate stays exact), and filled before the clock starts.
+        // Each code is sent once, from a pool filled before the clock starts (the warm-up has its own). A pool is
+        // sized from the last rate seen, and holds at most CODE_POOL codes: a deployment has outstanding only its
+        // code rate times the seconds from redirect to exchange. A dry pool ends the run early; its rate stays exact.
         const last = tallies.get(keyOf(run, op));
         const rate = last && last.seconds > 0 ? last.count / last.seconds : 3000;
-        const want = Math.ceil(rate * (seconds + warmup) * 1.6) + options.connections * 4;
-        const codes = await control<string[]>(run.ready, `/codes?n=${Math.min(want, 150_000)}`);
+        let codes: string[] = [];
+        fill = async (s) => {
+          codes = await control<string[]>(run.ready, `/codes?n=${Math.min(Math.ceil(rate * s * 1.6) + options.connections * 4, CODE_POOL)}`);
+        };
         spec = () => {
           const code = codes.pop();
           return code === undefined ? undefined : { path: tokenPath, body: codeExchangeBody(code) };
@@ -272,16 +282,27 @@ export async function runDurable(options: DurableOptions, start: Starter, log: (
           if (status === 200) queue.push((JSON.parse(body) as { refresh_token: string }).refresh_token);
         };
       }
-      if (warmup > 0) await loadRequests(port, { seconds: warmup }, spec, onResponse);
+      if (warmup > 0) {
+        await fill?.(warmup);
+        await loadRequests(port, { seconds: warmup }, spec, onResponse);
+      }
+      await fill?.(seconds);
       const trips0 = (await control<{ trips: number }>(run.ready, "/trips")).trips;
       const db0 = await dbCount(run);
       const pids = dbPids(run.store);
       const dbCpu0 = pids.reduce((n, pid) => n + (cpuSeconds(pid) ?? 0), 0);
       const cpu0 = cpuSeconds(run.child.pid) ?? 0;
-      const result: LoadResult = await loadRequests(port, { seconds }, spec, onResponse);
-      const cpu1 = cpuSeconds(run.child.pid) ?? 0;
-      // Backends that ended during the run are lost to this sum; the pools keep theirs open.
-      const dbCpu1 = dbPids(run.store).reduce((n, pid) => n + (cpuSeconds(pid) ?? 0), 0);
+      // A run whose pool of codes runs dry ends there, CPU included: the filler sent until autocannon stops is
+      // refused before any store read (load.ts), so the counters of round trips and statements need no such cut.
+      let cpu1: number | undefined;
+      let dbCpu1: number | undefined;
+      const cpuNow = () => {
+        cpu1 = cpuSeconds(run.child.pid) ?? 0;
+        // Backends that ended during the run are lost to this sum; the pools keep theirs open.
+        dbCpu1 = dbPids(run.store).reduce((n, pid) => n + (cpuSeconds(pid) ?? 0), 0);
+      };
+      const result: LoadResult = await whenPoolDry(cpuNow, () => loadRequests(port, { seconds }, spec, onResponse));
+      if (cpu1 === undefined || dbCpu1 === undefined) cpuNow();
       const db1 = await dbCount(run);
       const trips1 = (await control<{ trips: number }>(run.ready, "/trips")).trips;
       if (result.errors > 0) log(`    ${keyOf(run, op)}: failures ${JSON.stringify(result.statuses)}`);
@@ -293,8 +314,8 @@ export async function runDurable(options: DurableOptions, start: Starter, log: (
       tally.seconds += result.seconds;
       tally.trips += trips1 - trips0;
       tally.db += db1 - db0;
-      tally.dbCpu += Math.max(0, dbCpu1 - dbCpu0);
-      tally.serverCpu += cpu1 - cpu0;
+      tally.dbCpu += Math.max(0, dbCpu1! - dbCpu0);
+      tally.serverCpu += cpu1! - cpu0;
       tallies.set(keyOf(run, op), tally);
     };
 

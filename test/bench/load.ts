@@ -8,7 +8,7 @@ import autocannon from "autocannon";
 import { type ChildProcess, execFileSync } from "node:child_process";
 import { readFileSync } from "node:fs";
 import process from "node:process";
-import { codeExchangeBody, FORM_HEADERS, TOKEN_PATH } from "./fixture.ts";
+import { FORM_HEADERS, TOKEN_PATH } from "./fixture.ts";
 import { Samples } from "./stats.ts";
 
 /** Connections of every load run (`--connections`). */
@@ -141,7 +141,8 @@ export function loadRequests(
                   setImmediate(() => instance?.stop());
                 }
                 ended = true;
-                return { ...request, body: codeExchangeBody("spent") };
+                // A filler the token endpoint refuses before any store read, so the store counts only the run.
+                return { ...request, body: POOL_DRY_BODY };
               }
               return { ...request, ...next, headers: { ...request.headers, ...next.headers } };
             },
@@ -192,6 +193,22 @@ const CLOCK_TICKS = (() => {
  * not what the server spends afterwards refusing the filler requests sent until autocannon stops.
  */
 let onPoolDry: (() => void) | undefined;
+
+/** The body sent after a pool ran dry, until autocannon stops (at its next sample, up to a second later). */
+const POOL_DRY_BODY = "grant_type=urn%3Abench%3Apool-dry";
+
+/**
+ * Runs `run` with `hook` called the moment a load's pool runs dry (durable.ts reads the server's and the
+ * database's CPU there, as {@link withCpu} does).
+ */
+export async function whenPoolDry<T>(hook: () => void, run: () => Promise<T>): Promise<T> {
+  onPoolDry = hook;
+  try {
+    return await run();
+  } finally {
+    onPoolDry = undefined;
+  }
+}
 
 /** Runs a load and adds the CPU time that the server and this process spent on it (up to a dry pool). */
 export async function withCpu(child: ChildProcess, run: () => Promise<LoadResult>): Promise<LoadResult> {
