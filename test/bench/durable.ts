@@ -289,20 +289,18 @@ export async function runDurable(options: DurableOptions, start: Starter, log: (
       await fill?.(seconds);
       const trips0 = (await control<{ trips: number }>(run.ready, "/trips")).trips;
       const db0 = await dbCount(run);
-      const pids = dbPids(run.store);
-      const dbCpu0 = pids.reduce((n, pid) => n + (cpuSeconds(pid) ?? 0), 0);
-      const cpu0 = cpuSeconds(run.child.pid) ?? 0;
+      // The server's and the database's CPU seconds so far. Backends that ended during the run are lost to the
+      // database's sum; the pools keep theirs open.
+      const cpuNow = () => ({
+        server: cpuSeconds(run.child.pid) ?? 0,
+        db: dbPids(run.store).reduce((n, pid) => n + (cpuSeconds(pid) ?? 0), 0),
+      });
+      const cpu0 = cpuNow();
       // A run whose pool of codes runs dry ends there, CPU included: the filler sent until autocannon stops is
       // refused before any store read (load.ts), so the counters of round trips and statements need no such cut.
-      let cpu1: number | undefined;
-      let dbCpu1: number | undefined;
-      const cpuNow = () => {
-        cpu1 = cpuSeconds(run.child.pid) ?? 0;
-        // Backends that ended during the run are lost to this sum; the pools keep theirs open.
-        dbCpu1 = dbPids(run.store).reduce((n, pid) => n + (cpuSeconds(pid) ?? 0), 0);
-      };
-      const result: LoadResult = await whenPoolDry(cpuNow, () => loadRequests(port, { seconds }, spec, onResponse));
-      if (cpu1 === undefined || dbCpu1 === undefined) cpuNow();
+      let atDry: { server: number; db: number } | undefined;
+      const result: LoadResult = await whenPoolDry(() => void (atDry = cpuNow()), () => loadRequests(port, { seconds }, spec, onResponse));
+      const cpu1 = atDry ?? cpuNow();
       const db1 = await dbCount(run);
       const trips1 = (await control<{ trips: number }>(run.ready, "/trips")).trips;
       if (result.errors > 0) log(`    ${keyOf(run, op)}: failures ${JSON.stringify(result.statuses)}`);
@@ -314,8 +312,8 @@ export async function runDurable(options: DurableOptions, start: Starter, log: (
       tally.seconds += result.seconds;
       tally.trips += trips1 - trips0;
       tally.db += db1 - db0;
-      tally.dbCpu += Math.max(0, dbCpu1! - dbCpu0);
-      tally.serverCpu += cpu1! - cpu0;
+      tally.dbCpu += Math.max(0, cpu1.db - cpu0.db);
+      tally.serverCpu += cpu1.server - cpu0.server;
       tallies.set(keyOf(run, op), tally);
     };
 

@@ -189,8 +189,9 @@ const CLOCK_TICKS = (() => {
 })();
 
 /**
- * Set by {@link withCpu} while it measures: the moment a load's pool runs dry, the CPU time so far is the run's,
- * not what the server spends afterwards refusing the filler requests sent until autocannon stops.
+ * Set by {@link whenPoolDry} while a load runs (for {@link withCpu} and durable.ts): the moment a load's pool
+ * runs dry, the CPU time so far is the run's, not what the server spends afterwards refusing the filler requests
+ * sent until autocannon stops.
  */
 let onPoolDry: (() => void) | undefined;
 
@@ -214,22 +215,11 @@ export async function whenPoolDry<T>(hook: () => void, run: () => Promise<T>): P
 export async function withCpu(child: ChildProcess, run: () => Promise<LoadResult>): Promise<LoadResult> {
   const server = cpuSeconds(child.pid);
   const client = process.cpuUsage();
-  let serverAfter: number | undefined;
-  let used: NodeJS.CpuUsage | undefined;
-  onPoolDry = () => {
-    serverAfter = cpuSeconds(child.pid);
-    used = process.cpuUsage(client);
-  };
-  try {
-    const result = await run();
-    if (used === undefined) {
-      serverAfter = cpuSeconds(child.pid);
-      used = process.cpuUsage(client);
-    }
-    if (server !== undefined && serverAfter !== undefined) result.serverCpu = serverAfter - server;
-    result.clientCpu = (used.user + used.system) / 1e6;
-    return result;
-  } finally {
-    onPoolDry = undefined;
-  }
+  const cpuNow = () => ({ server: cpuSeconds(child.pid), used: process.cpuUsage(client) });
+  let atDry: ReturnType<typeof cpuNow> | undefined;
+  const result = await whenPoolDry(() => void (atDry = cpuNow()), run);
+  const { server: serverAfter, used } = atDry ?? cpuNow();
+  if (server !== undefined && serverAfter !== undefined) result.serverCpu = serverAfter - server;
+  result.clientCpu = (used.user + used.system) / 1e6;
+  return result;
 }
