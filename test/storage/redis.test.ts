@@ -92,6 +92,39 @@ describe.skipIf(!started(server))("storage contract: redisStorage through ioredi
     expect(await redis.pttl(`${prefix}grant:g`)).toBeGreaterThanOrEqual(await redis.pttl(`${prefix}rt:r5`));
   });
 
+  test("an index drops its expired members on one write in 16, picked by the clock and the member, and stays bounded", async () => {
+    const prefix = `prune-${Date.now()}:`;
+    // Virtual time: each grant expires 10 minutes after its write, and the next write comes 11 minutes later (plus
+    // 1 ms, so that the writes' clocks run through every remainder of 16); the keys' TTLs stay 10 real minutes.
+    let now = 1_700_000_000_000;
+    const one = redisStorage({ ...executor(), prefix, expiryMargin: 0, clock: () => now });
+    await redis.config("RESETSTAT");
+    for (let i = 0; i < 160; i++, now += 660_001) {
+      const grant = `g${i}A`; // one last character for all: the clock alone picks the writes that prune
+      await one.saveTokens({
+        access: { hash: `a${i}`, client_id: "c", user_id: "u", scope: "read", grant_id: grant, expires_at: now + 600_000 },
+        refresh: { hash: `r${i}`, client_id: "c", user_id: "u", scope: "read", grant_id: grant, expires_at: now + 600_000 },
+      }, now);
+    }
+    const info = await redis.info("commandstats");
+    // The user's and the client's index, pruned together on 10 of the 160 writes.
+    expect(Number(/cmdstat_zremrangebyscore:calls=(\d+)/.exec(info)?.[1])).toBe(20);
+    expect(await redis.zcard(`${prefix}user:u:grants`)).toBeLessThanOrEqual(16);
+    expect(await redis.zcard(`${prefix}client:c:grants`)).toBeLessThanOrEqual(16);
+  });
+
+  test("a redemption leaves the consent's index of codes alone: saveCode forgets redeemed codes when it counts", async () => {
+    const one = store();
+    const now = Date.now();
+    const code = { hash: `own-${now}`, grant_id: `og-${now}`, client_id: "c", user_id: `ou-${now}`, redirect_uri: "https://c.example/cb", scope: "read", expires_at: now + 60_000 };
+    await one.saveCode(code, 5);
+    await redis.config("RESETSTAT");
+    expect(await one.redeemCode(code.hash, { access: { hash: `oa-${now}`, client_id: "c", user_id: code.user_id, scope: "read", grant_id: code.grant_id, expires_at: now + 60_000 } }, now)).not.toBeNull();
+    expect(/cmdstat_zrem:/.test(await redis.info("commandstats"))).toBe(false);
+    await one.saveCode({ ...code, hash: `own2-${now}` }, 5);
+    expect(await redis.zrange(`oauth:owner:c:${code.user_id}`, "0", "-1")).toEqual([`own2-${now}`]);
+  });
+
   test("a rotation drops the sealed successor its predecessor kept for the grace window", async () => {
     await sealsFollowTheChain(store(), (hash) => redis.hget(`oauth:rt:${hash}`, "s"));
   });
