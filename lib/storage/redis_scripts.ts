@@ -117,8 +117,9 @@ local function remember(key, grant, expires)
 end
 -- Issued tokens from ARGV[i..]: access hash, json, expires, grant, client; then "1" and the refresh token's
 -- hash, json, expires, grant, client, grant json, user (or ""), or "0" and nothing. \`upserted\`: the caller
--- has just upserted the grant (so it is live, and its key covers these tokens).
-local function store_tokens(i, upserted, access_only)
+-- has just upserted the grant (so it is live, and its key covers these tokens). \`replaces\`: the hash of the
+-- refresh token the new one replaces (a rotation), written with it rather than by a command of its own.
+local function store_tokens(i, upserted, access_only, replaces)
   local grant = ARGV[i + 3]
   if not upserted and revoked(grant) then return false end
   local at = P .. 'at:' .. ARGV[i]
@@ -131,8 +132,13 @@ local function store_tokens(i, upserted, access_only)
   redis.call('PEXPIRE', at, px(ARGV[i + 2]))
   if ARGV[i + 5] == '1' and not access_only then
     local rt = P .. 'rt:' .. ARGV[i + 6]
-    redis.call('HSET', rt, 'r', ARGV[i + 7], 'e', ARGV[i + 8], 'g', ARGV[i + 9], 'c', ARGV[i + 10], 'G', ARGV[i + 11],
-      'u', ARGV[i + 12])
+    if replaces then
+      redis.call('HSET', rt, 'r', ARGV[i + 7], 'e', ARGV[i + 8], 'g', ARGV[i + 9], 'c', ARGV[i + 10], 'G', ARGV[i + 11],
+        'u', ARGV[i + 12], 'p', replaces)
+    else
+      redis.call('HSET', rt, 'r', ARGV[i + 7], 'e', ARGV[i + 8], 'g', ARGV[i + 9], 'c', ARGV[i + 10], 'G', ARGV[i + 11],
+        'u', ARGV[i + 12])
+    end
     redis.call('PEXPIRE', rt, px(ARGV[i + 8]))
   end
   touch(ARGV[i + 4])
@@ -317,11 +323,12 @@ if v[4] then
   store_tokens(7, true, true)
   return {v[1], v[4], v[5], v[9]}
 end
-redis.call('HSET', key, 't', NOW)
-if ARGV[12] == '1' then redis.call('HSET', key, 'n', ARGV[13]) end
-if ARGV[6] ~= '' then redis.call('HSET', key, 's', ARGV[6]) end
-store_tokens(7, true)
-if ARGV[12] == '1' then redis.call('HSET', P .. 'rt:' .. ARGV[13], 'p', ARGV[4]) end
+-- The rotation's marks in one command: each command a script runs costs Redis more than its own work.
+if ARGV[12] == '1' and ARGV[6] ~= '' then redis.call('HSET', key, 't', NOW, 'n', ARGV[13], 's', ARGV[6])
+elseif ARGV[12] == '1' then redis.call('HSET', key, 't', NOW, 'n', ARGV[13])
+elseif ARGV[6] ~= '' then redis.call('HSET', key, 't', NOW, 's', ARGV[6])
+else redis.call('HSET', key, 't', NOW) end
+store_tokens(7, true, false, ARGV[4])
 -- Once this token rotated, its predecessor can no longer be retried: its seal goes.
 if v[10] then redis.call('HDEL', P .. 'rt:' .. v[10], 's') end
 return {v[1]}`),

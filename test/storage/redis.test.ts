@@ -125,6 +125,23 @@ describe.skipIf(!started(server))("storage contract: redisStorage through ioredi
     expect(await redis.zrange(`oauth:owner:c:${code.user_id}`, "0", "-1")).toEqual([`own2-${now}`]);
   });
 
+  test("a rotation runs 8 commands: its marks in one, and the successor's link to it written with the successor", async () => {
+    const one = store();
+    const now = Date.now();
+    const pair = (n: string) => ({
+      access: { hash: `ra-${n}-${now}`, client_id: "c", user_id: "u", scope: "read", grant_id: `rg-${now}`, expires_at: now + 60_000 },
+      refresh: { hash: `rr-${n}-${now}`, client_id: "c", user_id: "u", scope: "read", grant_id: `rg-${now}`, expires_at: now + 600_000 },
+    });
+    await one.saveTokens(pair("1"), now); // writes the client's last_used_at: the rotation need not
+    await redis.config("RESETSTAT");
+    expect(await one.rotateRefreshToken(`rr-1-${now}`, pair("2"), now)).not.toBeNull();
+    const info = await redis.info("commandstats");
+    const calls = [...info.matchAll(/cmdstat_(\w+):calls=(\d+)/g)].filter(([, name]) => !/^(evalsha|eval|config|info)$/.test(name!));
+    // The token and its grant read; the grant's last use, the marks, 2 tokens each with its TTL written.
+    expect(calls.reduce((n, [, , count]) => n + Number(count), 0)).toBe(8);
+    expect(await redis.hget(`oauth:rt:rr-2-${now}`, "p")).toBe(`rr-1-${now}`);
+  });
+
   test("a rotation drops the sealed successor its predecessor kept for the grace window", async () => {
     await sealsFollowTheChain(store(), (hash) => redis.hget(`oauth:rt:${hash}`, "s"));
   });
