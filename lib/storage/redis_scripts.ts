@@ -59,12 +59,12 @@ local function extend(key, expires)
   local want = px(expires)
   if redis.call('PTTL', key) < want then redis.call('PEXPIRE', key, want) end
 end
--- Pruning is a command of its own, and each command a script runs costs Redis some microseconds on top of its
--- work, so an index is pruned on about one write in 16, picked by the clock and the member (both change from
--- write to write): expired members linger a few writes longer, and the index's TTL still bounds them.
+-- An index is pruned on about one write in 16, picked by the clock and the member (both change from write to
+-- write), not on every write: a prune is one more command, and it rarely finds anything to drop. Expired members
+-- linger a few writes longer; the index's TTL still bounds them.
 local function index(zkey, member, expires)
   redis.call('ZADD', zkey, expires, member)
-  if NOW and (NOW + string.byte(member, -1)) % 16 == 0 then
+  if NOW and (NOW + (string.byte(member, -1) or 0)) % 16 == 0 then
     redis.call('ZREMRANGEBYSCORE', zkey, '-inf', '(' .. (math.min(NOW, CLOCK) - SLACK))
   end
   extend(zkey, expires)
@@ -323,7 +323,7 @@ if v[4] then
   store_tokens(7, true, true)
   return {v[1], v[4], v[5], v[9]}
 end
--- The rotation's marks in one command: each command a script runs costs Redis more than its own work.
+-- The rotation's marks in one command, not one per field.
 if ARGV[12] == '1' and ARGV[6] ~= '' then redis.call('HSET', key, 't', NOW, 'n', ARGV[13], 's', ARGV[6])
 elseif ARGV[12] == '1' then redis.call('HSET', key, 't', NOW, 'n', ARGV[13])
 elseif ARGV[6] ~= '' then redis.call('HSET', key, 't', NOW, 's', ARGV[6])
