@@ -31,7 +31,7 @@ import { Redis } from "ioredis";
 import { type Database, started, startPostgres, startRedis } from "../support/databases.ts";
 import { DURABLE_TOKEN_PATH } from "./durable_server.ts";
 import { CLIENT_CREDENTIALS_BODY, codeExchangeBody, refreshBody } from "./fixture.ts";
-import { cpuSeconds, firstLine, type LoadRequest, loadRequests, type LoadResult, stop, whenPoolDry } from "./load.ts";
+import { cpuSeconds, firstLine, type LoadRequest, loadRequests, type LoadResult, stop, untilPoolDry } from "./load.ts";
 import { type Measurement, round, Samples } from "./stats.ts";
 
 /** The servers of the section. */
@@ -298,9 +298,7 @@ export async function runDurable(options: DurableOptions, start: Starter, log: (
       const cpu0 = cpuNow();
       // A run whose pool of codes runs dry ends there, CPU included: the filler sent until autocannon stops is
       // refused before any store read (load.ts), so the counters of round trips and statements need no such cut.
-      let atDry: { server: number; db: number } | undefined;
-      const result: LoadResult = await whenPoolDry(() => void (atDry = cpuNow()), () => loadRequests(port, { seconds }, spec, onResponse));
-      const cpu1 = atDry ?? cpuNow();
+      const [result, cpu1]: [LoadResult, ReturnType<typeof cpuNow>] = await untilPoolDry(cpuNow, () => loadRequests(port, { seconds }, spec, onResponse));
       const db1 = await dbCount(run);
       const trips1 = (await control<{ trips: number }>(run.ready, "/trips")).trips;
       if (result.errors > 0) log(`    ${keyOf(run, op)}: failures ${JSON.stringify(result.statuses)}`);

@@ -189,7 +189,7 @@ const CLOCK_TICKS = (() => {
 })();
 
 /**
- * Set by {@link whenPoolDry} while a load runs (for {@link withCpu} and durable.ts): the moment a load's pool
+ * Set by {@link untilPoolDry} while a load runs (for {@link withCpu} and durable.ts): the moment a load's pool
  * runs dry, the CPU time so far is the run's, not what the server spends afterwards refusing the filler requests
  * sent until autocannon stops.
  */
@@ -199,13 +199,15 @@ let onPoolDry: (() => void) | undefined;
 const POOL_DRY_BODY = "grant_type=urn%3Abench%3Apool-dry";
 
 /**
- * Runs `run` with `hook` called the moment a load's pool runs dry (durable.ts reads the server's and the
- * database's CPU there, as {@link withCpu} does).
+ * Runs `run`, and takes `snapshot` the moment a load's pool runs dry, or when `run` ends if it never does: what
+ * the run cost, up to its last counted answer (durable.ts reads the server's and the database's CPU so).
  */
-export async function whenPoolDry<T>(hook: () => void, run: () => Promise<T>): Promise<T> {
-  onPoolDry = hook;
+export async function untilPoolDry<T, S>(snapshot: () => S, run: () => Promise<T>): Promise<[T, S]> {
+  let atDry: S | undefined;
+  onPoolDry = () => void (atDry = snapshot());
   try {
-    return await run();
+    const result = await run();
+    return [result, atDry ?? snapshot()];
   } finally {
     onPoolDry = undefined;
   }
@@ -215,10 +217,10 @@ export async function whenPoolDry<T>(hook: () => void, run: () => Promise<T>): P
 export async function withCpu(child: ChildProcess, run: () => Promise<LoadResult>): Promise<LoadResult> {
   const server = cpuSeconds(child.pid);
   const client = process.cpuUsage();
-  const cpuNow = () => ({ server: cpuSeconds(child.pid), used: process.cpuUsage(client) });
-  let atDry: ReturnType<typeof cpuNow> | undefined;
-  const result = await whenPoolDry(() => void (atDry = cpuNow()), run);
-  const { server: serverAfter, used } = atDry ?? cpuNow();
+  const [result, { server: serverAfter, used }] = await untilPoolDry(
+    () => ({ server: cpuSeconds(child.pid), used: process.cpuUsage(client) }),
+    run,
+  );
   if (server !== undefined && serverAfter !== undefined) result.serverCpu = serverAfter - server;
   result.clientCpu = (used.user + used.system) / 1e6;
   return result;
