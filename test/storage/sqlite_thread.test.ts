@@ -102,6 +102,54 @@ test("statements sent from separate callbacks of one turn of the event loop cros
   }
 });
 
+test("the writes of one batch share one commit; a write that fails undoes only itself", async () => {
+  const path = join(dir, `store-${++files}.sqlite`);
+  const executor = await open(path);
+  await executor.query("CREATE TABLE rows (id INTEGER PRIMARY KEY, body TEXT)", []);
+  // 20 INSERTs from callbacks of one turn, the 11th a duplicate key. One commit per statement writes the table's
+  // page to the WAL 20 times (a frame of 24 + 4096 bytes each); one commit per batch, once.
+  const sent = await new Promise<Promise<PromiseSettledResult<unknown>>[]>((resolve) => {
+    const calls: Promise<PromiseSettledResult<unknown>>[] = [];
+    for (let i = 0; i < 20; i++) {
+      setImmediate(() => {
+        const call = Promise.resolve(executor.query("INSERT INTO rows (id, body) VALUES (?1, ?2)", [i === 10 ? 1 : i, `row ${i}`]));
+        calls.push(call.then((value) => ({ status: "fulfilled", value }), (reason) => ({ status: "rejected", reason })));
+      });
+    }
+    setImmediate(() => resolve(calls));
+  });
+  const outcomes = await Promise.all(sent);
+  expect(outcomes.map((o) => o.status)).toEqual(Array.from({ length: 20 }, (_, i) => (i === 10 ? "rejected" : "fulfilled")));
+  expect(String((outcomes[10] as PromiseRejectedResult).reason)).toMatch(/UNIQUE constraint failed/);
+  // What the others wrote was committed, and the failed statement left nothing behind.
+  const [row] = await executor.query("SELECT count(*) AS n, max(body) AS last FROM rows", []);
+  expect(row).toEqual({ n: 19, last: "row 9" });
+  expect(size(`${path}-wal`)).toBeLessThan(10 * 4120);
+});
+
+test("two connections that redeem the same codes, each in one batch of writes: every code has one winner", async () => {
+  const path = join(dir, `store-${++files}.sqlite`);
+  const [a, b] = [sqlStorage(await open(path)), sqlStorage(await open(path))];
+  const now = Date.now();
+  const codes = Array.from({ length: 24 }, (_, i) => `code-${i}`);
+  for (const hash of codes) {
+    await a.saveCode({ hash, grant_id: `grant-${hash}`, client_id: "c", user_id: "u", redirect_uri: "https://a.example/cb", scope: "read", expires_at: now + 60_000 });
+  }
+  const tokens = (side: string, hash: string) => ({ access: { hash: `${side}-${hash}`, client_id: "c", user_id: "u", scope: "read", expires_at: now + 60_000, grant_id: `grant-${hash}` } });
+  // Every call of a side is made in one callback, so each side's 24 redemptions cross as one batch, one transaction.
+  const [wonA, wonB] = await Promise.all(["a", "b"].map((side) => {
+    const store = side === "a" ? a : b;
+    return Promise.all(codes.map((hash) => store.redeemCode(hash, tokens(side, hash), now)));
+  }));
+  for (let i = 0; i < codes.length; i++) expect([wonA![i], wonB![i]].filter((won) => won !== null)).toHaveLength(1);
+  // The loser stored nothing: exactly one access token per code, the winner's.
+  for (let i = 0; i < codes.length; i++) {
+    const winner = wonA![i] !== null ? "a" : "b";
+    expect(await a.findAccessToken(`${winner}-${codes[i]}`, now)).not.toBeNull();
+    expect(await a.findAccessToken(`${winner === "a" ? "b" : "a"}-${codes[i]}`, now)).toBeNull();
+  }
+});
+
 test("close() answers the statements sent in the same turn before it stops the thread", async () => {
   const executor = await open();
   await executor.query("SELECT 1", []);
