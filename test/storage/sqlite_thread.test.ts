@@ -127,6 +127,30 @@ test("the writes of one batch share one commit; a write that fails undoes only i
   expect(size(`${path}-wal`)).toBeLessThan(10 * 4120);
 });
 
+test("when SQLite rolls a batch's transaction back (a full disk), the writes it undid fail too: every answer matches the file", async () => {
+  const executor = await open();
+  await executor.query("CREATE TABLE rows (id INTEGER PRIMARY KEY, body BLOB)", []);
+  const [{ page_count: pages }] = await executor.query("PRAGMA page_count", []) as [{ page_count: number }];
+  // A full disk after a few pages: SQLite then rolls back the whole transaction, not only the failing statement.
+  await executor.query(`PRAGMA max_page_count = ${Number(pages) + 6}`, []);
+  const sent = await new Promise<Promise<PromiseSettledResult<unknown>>[]>((resolve) => {
+    const calls: Promise<PromiseSettledResult<unknown>>[] = [];
+    for (let i = 0; i < 10; i++) {
+      setImmediate(() => {
+        const call = Promise.resolve(executor.query("INSERT INTO rows (id, body) VALUES (?1, randomblob(3000))", [i]));
+        calls.push(call.then((value) => ({ status: "fulfilled", value }), (reason) => ({ status: "rejected", reason })));
+      });
+    }
+    setImmediate(() => resolve(calls));
+  });
+  const outcomes = await Promise.all(sent);
+  const stored = (await executor.query("SELECT id FROM rows ORDER BY id", [])).map((row) => Number(row.id));
+  const answered = outcomes.flatMap((o, i) => (o.status === "fulfilled" ? [i] : []));
+  expect(stored).toEqual(answered);
+  expect(outcomes.some((o) => o.status === "rejected" && /rolled back with its batch/.test(String(o.reason)))).toBe(true);
+  expect(outcomes.some((o) => o.status === "rejected" && /full/.test(String(o.reason)))).toBe(true);
+});
+
 test("two connections that redeem the same codes, each in one batch of writes: every code has one winner", async () => {
   const path = join(dir, `store-${++files}.sqlite`);
   const [a, b] = [sqlStorage(await open(path)), sqlStorage(await open(path))];
