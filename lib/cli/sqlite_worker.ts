@@ -67,10 +67,10 @@ function serve(db) {
       return false; // busy past the timeout: each statement then tries on its own, as without a batch
     }
   };
-  /** Turns the answers of out[from, to) into errors: their statements were rolled back with the batch. */
-  const undo = (out, from, to, error) => {
+  /** Turns the answers before index to into errors: their statements were rolled back with the batch. */
+  const undo = (out, to, error) => {
     const message = "rolled back with its batch: " + String(error && error.message || error);
-    for (let i = from; i < to; i++) if (out[i][2] === undefined) out[i] = [out[i][0], null, message];
+    for (let i = 0; i < to; i++) if (out[i][2] === undefined) out[i] = [out[i][0], null, message];
   };
   parentPort.on("message", (batch) => {
     if (batch === "close") {
@@ -81,7 +81,6 @@ function serve(db) {
     for (const [, key, text] of batch) if (text !== null) texts[key] = text;
     let grouped = batch.length > 1 && group(batch);
     const out = [];
-    let from = 0;
     for (const [id, key, , params] of batch) {
       try {
         let statement = statements[key];
@@ -92,18 +91,17 @@ function serve(db) {
         // A failed statement undoes only itself, unless SQLite rolled the whole transaction back (I/O error, full
         // disk): then the batch's earlier statements are undone too, and the rest run one commit each.
         if (grouped && !active()) {
-          undo(out, from, out.length - 1, error);
+          undo(out, out.length - 1, error);
           grouped = false;
         }
       }
-      if (!grouped) from = out.length;
     }
     if (grouped) {
       try {
         commit.run();
       } catch (error) {
         try { db.exec("ROLLBACK"); } catch {}
-        undo(out, from, out.length, error);
+        undo(out, out.length, error);
       }
     }
     parentPort.postMessage(out);

@@ -132,13 +132,9 @@ local function store_tokens(i, upserted, access_only, replaces)
   redis.call('PEXPIRE', at, px(ARGV[i + 2]))
   if ARGV[i + 5] == '1' and not access_only then
     local rt = P .. 'rt:' .. ARGV[i + 6]
-    if replaces then
-      redis.call('HSET', rt, 'r', ARGV[i + 7], 'e', ARGV[i + 8], 'g', ARGV[i + 9], 'c', ARGV[i + 10], 'G', ARGV[i + 11],
-        'u', ARGV[i + 12], 'p', replaces)
-    else
-      redis.call('HSET', rt, 'r', ARGV[i + 7], 'e', ARGV[i + 8], 'g', ARGV[i + 9], 'c', ARGV[i + 10], 'G', ARGV[i + 11],
-        'u', ARGV[i + 12])
-    end
+    local fields = {'r', ARGV[i + 7], 'e', ARGV[i + 8], 'g', ARGV[i + 9], 'c', ARGV[i + 10], 'G', ARGV[i + 11], 'u', ARGV[i + 12]}
+    if replaces then fields[13], fields[14] = 'p', replaces end
+    redis.call('HSET', rt, unpack(fields))
     redis.call('PEXPIRE', rt, px(ARGV[i + 8]))
   end
   touch(ARGV[i + 4])
@@ -324,10 +320,10 @@ if v[4] then
   return {v[1], v[4], v[5], v[9]}
 end
 -- The rotation's marks in one command, not one per field.
-if ARGV[12] == '1' and ARGV[6] ~= '' then redis.call('HSET', key, 't', NOW, 'n', ARGV[13], 's', ARGV[6])
-elseif ARGV[12] == '1' then redis.call('HSET', key, 't', NOW, 'n', ARGV[13])
-elseif ARGV[6] ~= '' then redis.call('HSET', key, 't', NOW, 's', ARGV[6])
-else redis.call('HSET', key, 't', NOW) end
+local marks = {'t', NOW}
+if ARGV[12] == '1' then table.insert(marks, 'n'); table.insert(marks, ARGV[13]) end
+if ARGV[6] ~= '' then table.insert(marks, 's'); table.insert(marks, ARGV[6]) end
+redis.call('HSET', key, unpack(marks))
 store_tokens(7, true, false, ARGV[4])
 -- Once this token rotated, its predecessor can no longer be retried: its seal goes.
 if v[10] then redis.call('HDEL', P .. 'rt:' .. v[10], 's') end
