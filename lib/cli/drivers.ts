@@ -3,7 +3,8 @@
  * bun:sqlite on Bun) and the optional npm drivers (pg, ioredis) imported only when a URL needs one.
  *
  * A SQLite file is served from a worker thread (`sqlite_worker.ts`): the database works on the other core, and the
- * request thread never waits on a statement, a commit or a checkpoint's fsync.
+ * request thread never waits on a write, a commit or a checkpoint's fsync; it runs only reads, on a connection
+ * of its own.
  *
  * @module
  */
@@ -59,13 +60,23 @@ async function openBunSqlite(path: string): Promise<SqliteDatabase> {
 }
 
 /**
- * A SQLite file on a worker thread. The file is opened (and so created) here first, on this thread, then closed;
- * then the thread opens it.
+ * A SQLite file on a worker thread. The file is opened (and so created) here first, on this thread; then the
+ * thread opens it, and this connection stays to read the file on the request thread. `:memory:` and `file:` URIs
+ * name a database this connection would not share, so it is closed.
  */
 function onThread(open: (path: string) => Promise<SqliteDatabase>, module: string, name: string) {
   return async (path: string): Promise<SqliteWorkerExecutor> => {
-    (await open(path)).close();
-    return await sqliteWorker(path, module, name);
+    const db = await open(path);
+    if (path === ":memory:" || path.startsWith("file:")) {
+      db.close();
+      return await sqliteWorker(path, module, name);
+    }
+    try {
+      return await sqliteWorker(path, module, name, db);
+    } catch (error) {
+      db.close();
+      throw error;
+    }
   };
 }
 

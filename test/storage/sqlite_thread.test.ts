@@ -1,5 +1,6 @@
 // The reference server's SQLite file on a thread of its own (lib/cli/sqlite_worker.ts, through the runtime's
-// drivers): the storage contract holds through it, a long statement leaves the request thread free, a failed statement
+// drivers): the storage contract holds through it, a long statement leaves the request thread free, a SELECT runs on
+// the request thread beside it (or on the thread when it cannot run here), a failed statement
 // is one rejected call, the statements of one turn of the event loop cross in one message, close() answers what was
 // sent before it and ends the thread, and the checkpointer thread brings the WAL into the file and keeps it bounded.
 // Node and Deno (node:sqlite), Bun (bun:sqlite).
@@ -62,6 +63,34 @@ test("a long statement runs beside the request thread, which keeps answering mea
   expect(ticks).toBeGreaterThanOrEqual(Math.floor(took / 5 / 4));
 });
 
+test("a SELECT runs on the request thread: it answers while the thread is busy with a long statement", async () => {
+  const executor = await open();
+  await executor.query("CREATE TABLE rows (id INTEGER PRIMARY KEY, body TEXT)", []);
+  await executor.query("INSERT INTO rows (id, body) VALUES (1, 'one')", []);
+  const order: string[] = [];
+  const long = Promise.resolve(executor.query(
+    "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < 3000000) SELECT count(*) AS n FROM c", [],
+  )).then(() => order.push("long"));
+  // Sent after the long statement, in the same turn: sent to the thread, it would wait behind it.
+  const read = Promise.resolve(executor.query("SELECT body FROM rows WHERE id = ?1", [1])).then((rows) => order.push(`read ${rows[0]!.body}`));
+  await Promise.all([long, read]);
+  expect(order).toEqual(["read one", "long"]);
+});
+
+test("a read the request thread cannot answer goes to the thread, after the statements sent before it", async () => {
+  const executor = await open();
+  // In one turn, unawaited: the table does not exist yet when the SELECT is tried here, so the thread answers it.
+  const [, , rows] = await Promise.all([
+    executor.query("CREATE TABLE later (x INTEGER)", []),
+    executor.query("INSERT INTO later (x) VALUES (7)", []),
+    executor.query("SELECT x FROM later", []),
+  ]);
+  expect(rows).toEqual([{ x: 7 }]);
+  // A write's answer comes after its commit, so an awaited write is read at once.
+  await executor.query("INSERT INTO later (x) VALUES (8)", []);
+  expect(await executor.query("SELECT x FROM later ORDER BY x", [])).toEqual([{ x: 7 }, { x: 8 }]);
+});
+
 test("a failing statement rejects that call only; the thread goes on; after close() calls reject", async () => {
   const executor = await open();
   // Settled by hand: Bun's expect(...).rejects waits forever on a promise a worker thread settles.
@@ -91,7 +120,8 @@ test("statements sent from separate callbacks of one turn of the event loop cros
   try {
     const sent = await new Promise<Promise<readonly Record<string, unknown>[]>[]>((resolve) => {
       const calls: Promise<readonly Record<string, unknown>[]>[] = [];
-      for (let i = 0; i < 20; i++) setImmediate(() => void calls.push(Promise.resolve(executor.query("SELECT ?1 AS n", [i]))));
+      // Not a plain SELECT, which the request thread reads itself.
+      for (let i = 0; i < 20; i++) setImmediate(() => void calls.push(Promise.resolve(executor.query("WITH v(n) AS (VALUES (?1)) SELECT n FROM v", [i]))));
       setImmediate(() => resolve(calls));
     });
     const rows = await Promise.all(sent);
@@ -177,7 +207,7 @@ test("two connections that redeem the same codes, each in one batch of writes: e
 test("close() answers the statements sent in the same turn before it stops the thread", async () => {
   const executor = await open();
   await executor.query("SELECT 1", []);
-  const last = Promise.resolve(executor.query("SELECT 5 AS five", []));
+  const last = Promise.resolve(executor.query("WITH v(five) AS (VALUES (5)) SELECT five FROM v", []));
   await executor.close();
   expect(await last).toEqual([{ five: 5 }]);
 });
