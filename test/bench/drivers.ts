@@ -66,8 +66,8 @@ export function openRedis(url: string): {
 
 /**
  * A SQLite file as the reference server opens it (`nodeDrivers.openSqliteWorker`: node:sqlite on a worker
- * thread, WAL, synchronous = NORMAL, statements kept; `BENCH_SQLITE_THREAD=0` runs it on the request thread
- * instead). Each statement counts as a round trip.
+ * thread, its reads on a second connection on the request thread, WAL, synchronous = NORMAL, statements kept;
+ * `BENCH_SQLITE_THREAD=0` runs it all on the request thread instead). Each statement counts as a round trip.
  */
 export async function openSqliteFile(path: string): Promise<{ executor: SqlExecutor; close(): Promise<void> }> {
   const executor = process.env.BENCH_SQLITE_THREAD === "0"
