@@ -139,7 +139,11 @@ const READ = /^\s*SELECT\b/i;
  * thread.
  */
 function localReads(db: SqliteConnection): (text: string, params: unknown[]) => SqlRow[] | undefined {
-  db.exec("PRAGMA busy_timeout = 0; PRAGMA query_only = 1");
+  try {
+    db.exec("PRAGMA busy_timeout = 0; PRAGMA query_only = 1");
+  } catch {
+    return () => undefined; // a connection that cannot be made read-only reads nothing: the thread answers all
+  }
   const statements = new Map<string, SqliteStatement | null>();
   return (text, params) => {
     let statement = statements.get(text);
@@ -251,7 +255,11 @@ export async function sqliteWorker(
       }
       const local = reader;
       reader = undefined; // close() may be called again
-      local?.close();
+      try {
+        local?.close();
+      } catch {
+        // closed already: nothing of it to stop
+      }
       await checkpointer?.stop();
     },
   };

@@ -12,6 +12,7 @@ import { afterAll, describe, expect, test } from "vitest";
 import { sqlStorage, storageContract } from "../../mod.ts";
 import { bunDrivers, nodeDrivers } from "../../lib/cli/drivers.ts";
 import { CHECKPOINT_INTERVAL_MS, SAFETY_PAGES } from "../../lib/cli/sqlite_checkpointer.ts";
+import { sqliteWorker } from "../../lib/cli/sqlite_worker.ts";
 
 const drivers = (globalThis as { Bun?: unknown }).Bun ? bunDrivers : nodeDrivers;
 const dir = mkdtempSync(join(tmpdir(), "oauth-sqlite-thread-"));
@@ -89,6 +90,19 @@ test("a read the request thread cannot answer goes to the thread, after the stat
   // A write's answer comes after its commit, so an awaited write is read at once.
   await executor.query("INSERT INTO later (x) VALUES (8)", []);
   expect(await executor.query("SELECT x FROM later ORDER BY x", [])).toEqual([{ x: 7 }, { x: 8 }]);
+});
+
+test("a reading connection that cannot be set up leaves every statement to the thread", async () => {
+  const path = join(dir, `store-${++files}.sqlite`);
+  const reader = await drivers.openSqlite(path);
+  reader.close(); // its PRAGMAs then fail
+  const bun = (globalThis as { Bun?: unknown }).Bun !== undefined;
+  const executor = await sqliteWorker(path, bun ? "bun:sqlite" : "node:sqlite", bun ? "Database" : "DatabaseSync", reader);
+  opened.push(executor);
+  await executor.query("CREATE TABLE rows (id INTEGER PRIMARY KEY)", []);
+  await executor.query("INSERT INTO rows (id) VALUES (1)", []);
+  expect(await executor.query("SELECT id FROM rows", [])).toEqual([{ id: 1 }]);
+  await executor.close();
 });
 
 test("a failing statement rejects that call only; the thread goes on; after close() calls reject", async () => {
