@@ -48,6 +48,9 @@ export interface SqliteWorkerExecutor extends SqlExecutor {
   close(): Promise<void>;
 }
 
+/** A statement that only reads: it may run on the reading connection, and inside a batch's transaction. */
+const READ = /^\s*SELECT\b/i;
+
 /** The thread: one connection, its statements prepared once by text (or by the number the text was given). */
 const THREAD = (module: string, open: string) => `
 const { workerData, parentPort } = require("node:worker_threads");
@@ -56,7 +59,7 @@ const texts = [];
 const statements = [];
 // Statements that may write, and those that only read; a batch with any other statement commits each on its own.
 const WRITE = /^\\s*(INSERT|UPDATE|DELETE|REPLACE|WITH)\\b/i;
-const READ = /^\\s*SELECT\\b/i;
+const READ = ${READ};
 function serve(db) {
   const begin = db.prepare("BEGIN IMMEDIATE");
   const commit = db.prepare("COMMIT");
@@ -129,9 +132,6 @@ if (opened) serve(opened);
 `;
 
 type Reply = [id: number, rows: SqlRow[] | null, error?: string];
-
-/** A statement that only reads, and may run on a second connection. */
-const READ = /^\s*SELECT\b/i;
 
 /**
  * The reads of `db`, a second connection to the thread's file, on the request thread (see the module): the rows
