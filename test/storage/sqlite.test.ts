@@ -1,5 +1,8 @@
 // The storage contract on SQLite: node:sqlite on Node and Deno, bun:sqlite on Bun, each through its one-line
 // adapter from the README. In-memory databases, one per check; the cross-process races are in races.test.ts.
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { describe, expect, test } from "vitest";
 import { sqlStorage, storageContract } from "../../mod.ts";
 import { MIGRATIONS, SCHEMA_VERSION } from "../../lib/storage/sql_migrations.ts";
@@ -40,6 +43,29 @@ test("a version-3 database upgrades past 4: its rows stay, new tokens keep jkt, 
   await executor.query("DELETE FROM oauth_migrations WHERE version >= 4", []);
   expect(await sqlStorage(executor).migrate()).toBe(SCHEMA_VERSION);
   expect((await store.findRefreshToken("new-rt", 1))?.jkt).toBe("k");
+});
+
+test("a new file gets 2,048-byte pages; a file written with other pages keeps them, and the store works on it", async () => {
+  const dir = mkdtempSync(join(tmpdir(), "oauth-sqlite-pages-"));
+  try {
+    const fresh = openSqlite(join(dir, "new.sqlite"));
+    await sqlStorage(fresh).migrate();
+    expect(await fresh.query("PRAGMA page_size", [])).toEqual([{ page_size: 2048 }]);
+    expect(await fresh.query("PRAGMA journal_mode", [])).toEqual([{ journal_mode: "wal" }]);
+    // A file an older version made with SQLite's default pages: the setup leaves it as it is.
+    const old = join(dir, "old.sqlite");
+    const made = openSqlite.raw(old);
+    made.exec("PRAGMA page_size = 4096; CREATE TABLE kept (x)");
+    const executor = openSqlite(old);
+    expect(await executor.query("PRAGMA page_size", [])).toEqual([{ page_size: 4096 }]);
+    const store = sqlStorage(executor);
+    await store.migrate();
+    const access = { hash: "h", client_id: "c", scope: "read", expires_at: 9000000000000 };
+    await store.saveTokens({ access }, 1);
+    expect(await store.findAccessToken("h", 1)).toEqual(access);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
 });
 
 test("only hashes reach the database: a stored client carries its secret hash, never a secret", async () => {

@@ -49,6 +49,15 @@ describe("storage contract: sqlStorage on a SQLite file served from its own thre
   for (const check of storageContract(async () => sqlStorage(await open()))) test(check.name, check.run, 20_000);
 });
 
+test("the reference server's new file has 2,048-byte pages, and its reader on the request thread reads them", async () => {
+  const path = join(dir, `store-${++files}.sqlite`);
+  const executor = await open(path);
+  await sqlStorage(executor).migrate();
+  expect(await executor.query("PRAGMA page_size", [])).toEqual([{ page_size: 2048 }]);
+  await executor.query("INSERT INTO oauth_settings (name, value) VALUES (?1, ?2)", ["k", "v"]);
+  expect(await executor.query("SELECT value FROM oauth_settings WHERE name = ?1", ["k"])).toEqual([{ value: "v" }]);
+});
+
 test("a long statement runs beside the request thread, which keeps answering meanwhile", async () => {
   const executor = await open();
   let ticks = 0;

@@ -25,9 +25,14 @@ const module = (await import(driver)) as {
 
 /** Opens `path` (":memory:" or a file) through `sqliteExecutor` (WAL, a busy timeout, statements kept). */
 function open(path: string): SqlExecutor & { db: Database } {
-  const db = module.DatabaseSync ? new module.DatabaseSync(path) : new module.Database!(path);
+  const db = raw(path);
   return { ...sqliteExecutor(db), db };
 }
 
-/** {@link open}, and the driver's name. */
-export const openSqlite: typeof open & { driver: string } = Object.assign(open, { driver });
+/** A connection of the runtime's driver with no setup at all, as another program would open the file. */
+function raw(path: string): Database {
+  return module.DatabaseSync ? new module.DatabaseSync(path) : new module.Database!(path);
+}
+
+/** {@link open}, the driver's name, and {@link raw}. */
+export const openSqlite: typeof open & { driver: string; raw: typeof raw } = Object.assign(open, { driver, raw });
