@@ -63,6 +63,7 @@ test("a new file gets 2,048-byte pages; a file written with other pages keeps th
     const access = { hash: "h", client_id: "c", scope: "read", expires_at: 9000000000000 };
     await store.saveTokens({ access }, 1);
     expect(await store.findAccessToken("h", 1)).toEqual(access);
+    for (const db of [fresh.db, made, executor.db]) db.close();
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }

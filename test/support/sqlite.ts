@@ -13,6 +13,7 @@ interface Statement {
 interface Database {
   prepare(text: string): Statement;
   exec(text: string): void;
+  close(): void;
 }
 
 const g = globalThis as { Bun?: unknown };
