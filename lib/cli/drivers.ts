@@ -11,7 +11,7 @@
 import { closeSync, openSync } from "node:fs";
 import process from "node:process";
 import type { SqliteDatabase, StoreDrivers } from "../reference/store.ts";
-import { sqliteWorker, type SqliteWorkerExecutor } from "./sqlite_worker.ts";
+import { isPlainFile, sqliteWorker, type SqliteWorkerExecutor } from "./sqlite_worker.ts";
 
 // Specifiers in variables: a bundler or type checker must not try to resolve a driver that is not installed.
 const NODE_SQLITE = "node:sqlite";
@@ -23,7 +23,7 @@ const BUN_SQLITE = "bun:sqlite";
  * not be. SQLite gives its `-wal` and `-shm` files the mode of the database file. An existing file is left as it is.
  */
 function createPrivate(path: string): void {
-  if (path === ":memory:" || path.startsWith("file:")) return;
+  if (!isPlainFile(path)) return;
   try {
     closeSync(openSync(path, "wx", 0o600));
   } catch (error) {
@@ -67,7 +67,7 @@ async function openBunSqlite(path: string): Promise<SqliteDatabase> {
 function onThread(open: (path: string) => Promise<SqliteDatabase>, module: string, name: string) {
   return async (path: string): Promise<SqliteWorkerExecutor> => {
     const db = await open(path);
-    if (path === ":memory:" || path.startsWith("file:")) {
+    if (!isPlainFile(path)) {
       db.close();
       return await sqliteWorker(path, module, name);
     }

@@ -48,6 +48,14 @@ export interface SqliteWorkerExecutor extends SqlExecutor {
   close(): Promise<void>;
 }
 
+/**
+ * Whether `path` names a file on disk that another connection opens as the same database: not `:memory:` and not a
+ * `file:` URI. Only such a file is created private, checkpointed by a second thread and read on the request thread.
+ */
+export function isPlainFile(path: string): boolean {
+  return path !== ":memory:" && !path.startsWith("file:");
+}
+
 /** A statement that only reads: it may run on the reading connection, and inside a batch's transaction. */
 const READ = /^\s*SELECT\b/i;
 
@@ -199,7 +207,7 @@ export async function sqliteWorker(
   await ready;
   const read = reader && localReads(reader);
   let checkpointer: Checkpointer | undefined;
-  if (path !== ":memory:" && !path.startsWith("file:")) {
+  if (isPlainFile(path)) {
     try {
       checkpointer = await startCheckpointer(path, module, open);
     } catch (error) {
