@@ -77,6 +77,31 @@ const REFRESH_COLUMNS = "hash, grant_id, client_id, user_id, scope, resource, ex
 const DEVICE_COLUMNS = "hash, user_code, client_id, scope, resource, grant_id, created_at, codes_expire_at, expires_at, " +
   "interval_ms, last_polled_at, slowed, status, user_id, auth_time";
 const GRANT_COLUMNS = "grant_id, client_id, user_id, scope, resource, created_at, last_used_at, expires_at";
+/** A SQLite exchange's carrier columns after its key, in the order `exchangeSqlite` gives the values (migration 4). */
+const CARRIER_COLUMNS = "grace, now, g_expires, a_hash, a_client, a_user, a_scope, a_resource, a_grant, a_expires, a_jkt, " +
+  "a_act, a_auth_time, r_hash, r_grant, r_client, r_user, r_scope, r_resource, r_expires, r_jkt, r_act, r_auth_time";
+/** A SQLite redemption or rotation (see `exchangeSqlite`): its one statement, the same string on every call. */
+interface SqliteExchange {
+  readonly text: string;
+  /** The carrier takes the sealed successor last (the rotation's, migration 6). */
+  readonly sealed: boolean;
+}
+/**
+ * The INSERT into `carrier` that returns the row of `from` it spent (`columns`, as one JSON object), written once:
+ * a text built per call costs the request thread its building and, in the statement cache, a comparison in full.
+ */
+const sqliteExchange = (carrier: string, key: string, from: string, columns: string, sealed = false): SqliteExchange => {
+  const names = [key, ...CARRIER_COLUMNS.split(", "), ...(sealed ? ["sealed"] : [])];
+  const fields = columns.split(", ").map((column) => `'${column}', ${column}`).join(", ");
+  return {
+    text: `INSERT INTO ${carrier} (${names.join(", ")}) VALUES (${names.map((_, i) => `?${i + 1}`).join(", ")})
+       RETURNING (SELECT json_object(${fields}) FROM ${from} WHERE hash = ${carrier}.${key}) AS won`,
+    sealed,
+  };
+};
+const REDEEM = sqliteExchange("oauth_redeem", "code", "oauth_codes", CODE_COLUMNS);
+const ROTATE = sqliteExchange("oauth_rotate", "old", "oauth_refresh_tokens", `${REFRESH_COLUMNS}, successor`, true);
+const DEVICE_REDEEM = sqliteExchange("oauth_device_redeem", "device", "oauth_device", DEVICE_COLUMNS);
 /** A token whose grant is revoked is dead, whatever raced the revocation. */
 const grantLive = (alias: string): string =>
   `NOT EXISTS (SELECT 1 FROM oauth_grants g WHERE g.grant_id = ${alias}.grant_id AND g.revoked_at IS NOT NULL)`;
@@ -240,6 +265,8 @@ const carried = (p: Params, token: AccessTokenRecord | RefreshTokenRecord | unde
   [p.text(token?.jkt), p.json(token?.act), p.int(token?.auth_time)];
 
 const json = (value: unknown[] | undefined): string | undefined => (value === undefined ? undefined : JSON.stringify(value));
+const jsonOrNull = (value: unknown[] | Record<string, unknown> | undefined): string | null =>
+  value === undefined ? null : JSON.stringify(value);
 
 /** A one-row source of grant columns, for {@link SqlStorage.upsertGrant}. */
 function grantSource(p: Params, grant: string, client: string, user: string | undefined, scope: string, resource: string | undefined): string {
@@ -505,7 +532,7 @@ export class SqlStorage implements Storage {
 
   /** One statement (the `oauth_redeem` trigger, migrations 3 and 4) marks the code and stores the winner's tokens. */
   private async redeemSqlite(hash: string, tokens: IssuedTokens, now: number): Promise<SqlRow | undefined> {
-    return await this.exchangeSqlite("oauth_redeem", "code", hash, null, tokens, now, "oauth_codes", CODE_COLUMNS);
+    return await this.exchangeSqlite(REDEEM, hash, null, tokens, now);
   }
 
   /**
@@ -515,29 +542,19 @@ export class SqlStorage implements Storage {
    * this call (RETURNING is computed before the AFTER trigger runs), as one JSON object.
    */
   private async exchangeSqlite(
-    carrier: string, keyColumn: string, key: string, grace: number | null, tokens: IssuedTokens, now: number,
-    from: string, columns: string,
+    exchange: SqliteExchange, key: string, grace: number | null, tokens: IssuedTokens, now: number,
   ): Promise<SqlRow | undefined> {
     const { access: a, refresh: r } = tokens;
-    const p = this.params();
-    const values = [
-      p.text(key), p.int(grace), p.int(now), p.int(latestExpiry(tokens)),
-      p.text(a.hash), p.text(a.client_id), p.text(a.user_id), p.text(a.scope), p.json(a.resource), p.text(a.grant_id),
-      p.int(a.expires_at), ...carried(p, a),
-      p.text(r?.hash), p.text(r?.grant_id), p.text(r?.client_id), p.text(r?.user_id), p.text(r?.scope), p.json(r?.resource),
-      p.int(r?.expires_at), ...carried(p, r),
+    // The key, then CARRIER_COLUMNS in order.
+    const values: unknown[] = [
+      key, grace, now, latestExpiry(tokens),
+      a.hash, a.client_id, a.user_id ?? null, a.scope, jsonOrNull(a.resource), a.grant_id ?? null, a.expires_at,
+      a.jkt ?? null, jsonOrNull(a.act), a.auth_time ?? null,
+      r?.hash ?? null, r?.grant_id ?? null, r?.client_id ?? null, r?.user_id ?? null, r?.scope ?? null,
+      jsonOrNull(r?.resource), r?.expires_at ?? null, r?.jkt ?? null, jsonOrNull(r?.act), r?.auth_time ?? null,
     ];
-    // The rotation's carrier also takes the sealed successor (migration 6).
-    const sealed = carrier === "oauth_rotate";
-    if (sealed) values.push(p.text(tokens.sealed));
-    const fields = namesOf(columns).map((column) => `'${column}', ${column}`).join(", ");
-    const rows = await this.run(
-      `INSERT INTO ${carrier} (${keyColumn}, grace, now, g_expires, a_hash, a_client, a_user, a_scope, a_resource, a_grant,
-         a_expires, a_jkt, a_act, a_auth_time, r_hash, r_grant, r_client, r_user, r_scope, r_resource, r_expires, r_jkt,
-         r_act, r_auth_time${sealed ? ", sealed" : ""}) VALUES (${values.join(", ")})
-       RETURNING (SELECT json_object(${fields}) FROM ${from} WHERE hash = ${carrier}.${keyColumn}) AS won`,
-      p.values,
-    );
+    if (exchange.sealed) values.push(tokens.sealed ?? null);
+    const rows = await this.run(exchange.text, values);
     const won = rows[0]?.won;
     return won === null || won === undefined ? undefined : jsonObject(won) as SqlRow;
   }
@@ -655,8 +672,7 @@ export class SqlStorage implements Storage {
     const successor = next.refresh?.hash;
     const row = this.dialect === "postgres"
       ? await this.rotatePostgres(hash, next, now, graceMs)
-      : await this.exchangeSqlite("oauth_rotate", "old", hash, graceMs > 0 ? now - graceMs : null, next, now,
-        "oauth_refresh_tokens", `${REFRESH_COLUMNS}, successor`);
+      : await this.exchangeSqlite(ROTATE, hash, graceMs > 0 ? now - graceMs : null, next, now);
     if (!row) return null;
     const record = refreshRecord(row);
     // The record as it was before this call. PostgreSQL's RETURNING shows the row after the update, where a first
@@ -884,7 +900,7 @@ export class SqlStorage implements Storage {
       );
       row = rows[0];
     } else {
-      row = await this.exchangeSqlite("oauth_device_redeem", "device", hash, null, tokens, now, "oauth_device", DEVICE_COLUMNS);
+      row = await this.exchangeSqlite(DEVICE_REDEEM, hash, null, tokens, now);
     }
     if (!row) return null;
     const device = deviceRecord(row);
