@@ -159,7 +159,7 @@ class Params {
     return this.pg ? `$${this.values.length}::bigint` : `?${this.values.length}`;
   }
   json(value: unknown[] | Record<string, unknown> | undefined): string {
-    return this.text(value === undefined ? null : JSON.stringify(value));
+    return this.text(jsonOrNull(value));
   }
 }
 
